@@ -1,0 +1,49 @@
+# Test helpers shared by every folder. Labels: unit, integration, e2e, python.
+#
+#   korovod_unit_test(NAME name SOURCES a.cc b.cc LIBS lib...)
+#       a GoogleTest binary; each TEST() becomes a ctest entry labelled `unit`.
+#   korovod_cluster_test(NAME name SOURCES ... LIBS ... [TIMEOUT s])
+#       a GoogleTest binary run once as one ctest entry labelled `integration`, against the real
+#       control plane started by the `kube_cluster` fixture (tests/cluster/testcluster);
+#       KUBECONFIG and KOROVOD_TESTCLUSTER_DIR are set for it.
+#   korovod_mpi_test(NAME name NP n COMMAND exe args... [LABEL l] [TIMEOUT s])
+#       runs `mpirun -np n --oversubscribe exe args` as one ctest entry (default label integration).
+
+set(KOROVOD_TESTCLUSTER_DIR ${CMAKE_BINARY_DIR}/testcluster)
+
+function(korovod_unit_test)
+  cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS" ${ARGN})
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main korovod_warnings)
+  gtest_discover_tests(${T_NAME} TEST_PREFIX "${T_NAME}." PROPERTIES LABELS unit TIMEOUT 120
+                       DISCOVERY_TIMEOUT 60)
+endfunction()
+
+function(korovod_cluster_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 600)
+  endif()
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main korovod_warnings)
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME} --gtest_color=no)
+  set_tests_properties(${T_NAME} PROPERTIES
+    LABELS integration TIMEOUT ${T_TIMEOUT} FIXTURES_REQUIRED kube_cluster
+    ENVIRONMENT "KUBECONFIG=${KOROVOD_TESTCLUSTER_DIR}/kubeconfig;KOROVOD_TESTCLUSTER_DIR=${KOROVOD_TESTCLUSTER_DIR};KOROVOD_BIN_DIR=${CMAKE_BINARY_DIR}/bin;KOROVOD_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+endfunction()
+
+find_program(KOROVOD_MPIEXEC NAMES mpirun mpiexec)
+function(korovod_mpi_test)
+  cmake_parse_arguments(T "" "NAME;NP;LABEL;TIMEOUT" "COMMAND" ${ARGN})
+  if(NOT T_LABEL)
+    set(T_LABEL integration)
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  add_test(NAME ${T_NAME}
+           COMMAND ${KOROVOD_MPIEXEC} -np ${T_NP} --oversubscribe --bind-to none
+                   --mca btl self,vader,tcp --mca btl_tcp_if_include lo ${T_COMMAND})
+  set_tests_properties(${T_NAME} PROPERTIES LABELS ${T_LABEL} TIMEOUT ${T_TIMEOUT}
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+endfunction()
