@@ -1,0 +1,133 @@
+// Private to rest_client.cc (it pulls in cpprestsdk): the WatchStream of a RestClient.
+// Kept header-only because korovod_kube compiles a fixed list of .cc files for the REST half.
+//
+// The response body of a watch is read asynchronously, one line (= one JSON event) at a time,
+// by a chain of pplx continuations; next() waits on a queue they fill. close() cancels the
+// request, which makes cpprestsdk close the socket, so the chain ends promptly.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include <cpprest/containerstream.h>
+#include <cpprest/http_client.h>
+
+#include "kube/api_error.h"
+#include "kube/clock.h"
+#include "kube/rest_client.h"
+
+namespace kube::rest {
+
+class RestWatchStream final : public WatchStream {
+ public:
+  // `clock` is shared so the stream may outlive the client that made it.
+  RestWatchStream(web::http::http_response response, pplx::cancellation_token_source cancel,
+                  std::shared_ptr<Clock> clock)
+      : state_(std::make_shared<State>()), clock_(std::move(clock)) {
+    state_->cancel = std::move(cancel);
+    read_next_line(state_, response.body());
+  }
+  ~RestWatchStream() override { close(); }
+
+  std::optional<WatchEvent> next(std::chrono::milliseconds timeout) override {
+    std::unique_lock lock(state_->mu);
+    const auto deadline = clock_->steady_now() + timeout;
+    clock_->wait_until(lock, state_->cv, deadline, [&] {
+      return !state_->events.empty() || state_->error || state_->ended || state_->closed;
+    });
+    if (!state_->events.empty()) {
+      WatchEvent e = std::move(state_->events.front());
+      state_->events.pop_front();
+      return e;
+    }
+    if (state_->error) {
+      // Reported once; afterwards the stream reads as ended.
+      ApiError e = *state_->error;
+      state_->error.reset();
+      state_->ended = true;
+      throw e;
+    }
+    return std::nullopt;
+  }
+
+  bool ended() const override {
+    std::lock_guard lock(state_->mu);
+    return (state_->ended || state_->closed) && state_->events.empty() && !state_->error;
+  }
+
+  void close() override {
+    {
+      std::lock_guard lock(state_->mu);
+      if (state_->closed) return;
+      state_->closed = true;
+    }
+    state_->cancel.cancel();
+    state_->cv.notify_all();
+  }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<WatchEvent> events;  // GUARDED_BY(mu)
+    std::optional<ApiError> error;  // GUARDED_BY(mu)
+    bool ended = false;             // GUARDED_BY(mu); the server closed the stream
+    bool closed = false;            // GUARDED_BY(mu); close() was called
+    pplx::cancellation_token_source cancel;
+  };
+
+  // Reads one line, queues its event, and schedules the next read. The chain owns the state
+  // (shared_ptr) so it may outlive the stream object; it stops at end of stream or error.
+  static void read_next_line(std::shared_ptr<State> st, concurrency::streams::istream body) {
+    auto line = std::make_shared<concurrency::streams::container_buffer<std::string>>();
+    body.read_line(*line).then([st, body, line](pplx::task<size_t> read) {
+      try {
+        const size_t n = read.get();
+        std::string text = std::move(line->collection());
+        if (n == 0 && text.empty() && body.is_eof()) return finish(*st, std::nullopt);
+        if (!text.empty() && text.find_first_not_of(" \r\n\t") != std::string::npos)
+          if (!deliver(*st, parse_watch_event(text))) return;
+        read_next_line(st, body);
+      } catch (const ApiError& e) {
+        finish(*st, e);
+      } catch (const std::exception& e) {
+        finish(*st, ApiError(0, "ConnectionFailed", std::string("watch stream: ") + e.what()));
+      }
+    });
+  }
+
+  // Queues an event; an ERROR event (a Status, e.g. 410 Gone) ends the stream with that error.
+  // Returns whether reading should go on.
+  static bool deliver(State& st, WatchEvent event) {
+    if (event.type == WatchEvent::Type::Error) {
+      finish(st, from_status(0, event.object));
+      st.cancel.cancel();
+      return false;
+    }
+    {
+      std::lock_guard lock(st.mu);
+      if (st.closed) return false;
+      st.events.push_back(std::move(event));
+    }
+    st.cv.notify_all();
+    return true;
+  }
+
+  static void finish(State& st, std::optional<ApiError> error) {
+    {
+      std::lock_guard lock(st.mu);
+      // Errors caused by our own close() are not failures.
+      if (error && !st.closed && !st.error && !st.ended) st.error = std::move(error);
+      else st.ended = true;
+    }
+    st.cv.notify_all();
+  }
+
+  std::shared_ptr<State> state_;
+  const std::shared_ptr<Clock> clock_;
+};
+
+}  // namespace kube::rest
