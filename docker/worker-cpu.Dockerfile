@@ -1,0 +1,68 @@
+# syntax=docker/dockerfile:1
+# korovod CPU worker/launcher base image: Open MPI, sshd on port 2222 (root and non-root), the
+# korovod runtime (libkorovod.so) and tools (korovod-bench, the pi example), the launcher
+# entrypoint that waits for worker DNS, and optionally Python with PyTorch (Debian's CPU build).
+# The build context is the repository root:
+#   docker build -f docker/worker-cpu.Dockerfile -t korovod-worker-cpu:dev .
+# Build args are documented in docker/README.md.
+
+ARG BUILDER_IMAGE=debian:12.8
+ARG BASE_IMAGE=debian:12.8-slim
+
+FROM ${BUILDER_IMAGE} AS build
+ARG CMAKE_BUILD_TYPE=Release
+ARG BUILD_JOBS=4
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -q \
+ && apt-get install -y -q --no-install-recommends \
+      build-essential cmake ninja-build pkg-config ca-certificates \
+      libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libcli11-dev libfmt-dev \
+      libopenmpi-dev openmpi-bin \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY CMakeLists.txt ./
+COPY cmake/ cmake/
+COPY operator/ operator/
+COPY worker-runtime/ worker-runtime/
+COPY examples/ examples/
+RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE} \
+      -DKOROVOD_BUILD_TESTS=OFF -DKOROVOD_WITH_PYTHON=OFF -DKOROVOD_WITH_NCCL=OFF \
+ && cmake --build build --target korovod_runtime korovod-bench pi -j ${BUILD_JOBS} \
+ && mkdir -p /out/bin /out/lib \
+ && cp -P build/lib/libkorovod.so* /out/lib/ \
+ && cp build/bin/korovod-bench build/bin/pi /out/bin/
+
+FROM ${BASE_IMAGE}
+ARG INSTALL_TORCH=false
+ARG MPIUSER_UID=1000
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -q \
+ && apt-get install -y -q --no-install-recommends \
+      openmpi-bin libopenmpi3 libfmt9 openssh-server openssh-client ca-certificates procps \
+ && if [ "${INSTALL_TORCH}" = "true" ]; then \
+      apt-get install -y -q --no-install-recommends python3 python3-torch python3-numpy; \
+    elif [ "${INSTALL_TORCH}" != "false" ]; then \
+      echo "INSTALL_TORCH must be true or false, not '${INSTALL_TORCH}'" >&2; exit 1; \
+    fi \
+ && rm -rf /var/lib/apt/lists/*
+# sshd: the same configuration files the e2e tests run a real sshd with. /run/sshd is the
+# privilege-separation directory a root sshd needs.
+COPY docker/ssh/ssh_config /etc/ssh/ssh_config
+COPY docker/ssh/sshd_config /etc/ssh/sshd_config
+RUN mkdir -p /run/sshd && chmod 0755 /run/sshd \
+ && useradd --create-home --uid "${MPIUSER_UID}" --shell /bin/bash mpiuser
+COPY --chown=${MPIUSER_UID}:${MPIUSER_UID} docker/ssh/user_sshd_config /home/mpiuser/.sshd_config
+COPY docker/launcher-entrypoint.sh /usr/local/bin/launcher-entrypoint.sh
+# Ranks started through sshd get sshd's default PATH and the linker cache, not this image's ENV:
+# install into /usr/local and refresh the cache.
+COPY --from=build /out/bin/korovod-bench /usr/local/bin/korovod-bench
+COPY --from=build /out/lib/ /usr/local/lib/
+COPY --from=build --chown=${MPIUSER_UID}:${MPIUSER_UID} /out/bin/pi /home/mpiuser/pi
+RUN ldconfig \
+ && /usr/sbin/sshd -t -f /etc/ssh/sshd_config \
+ && korovod-bench --help >/dev/null
+WORKDIR /home/mpiuser
+# Launcher: the command runs once every host in /etc/mpi/hostfile resolves. Workers default to
+# sshd (the operator sets /usr/sbin/sshd -De when a worker has no command).
+ENTRYPOINT ["/usr/local/bin/launcher-entrypoint.sh"]
+CMD ["/usr/sbin/sshd", "-De"]
