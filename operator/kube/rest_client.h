@@ -6,6 +6,10 @@
 // Failures are kube::ApiError: the server's Status (code/reason/message), or code 0 when no
 // response arrived (reason "ConnectionFailed", or "TLSVerificationFailed" with an
 // "x509: ..." message when the server's certificate is not trusted).
+//
+// Watch streams behave like MemoryClient's: an ERROR event (e.g. 410 Expired for a compacted
+// resourceVersion) arrives as a WatchEvent of type Error carrying the Status, and the stream
+// then ends; next() throws ApiError only when the connection itself fails mid-stream.
 #pragma once
 
 #include <chrono>

@@ -9,6 +9,7 @@
 #include <future>
 #include <thread>
 
+#include "kube/api_error.h"
 #include "kube/fake_clock.h"
 #include "kube/http_server.h"
 
@@ -243,7 +244,7 @@ TEST_F(RestClientTest, WatchDeliversEventsInOrderThenEnds) {
   EXPECT_EQ(seen.query, "watch=true&resourceVersion=4&allowWatchBookmarks=true&timeoutSeconds=300");
 }
 
-TEST_F(RestClientTest, WatchErrorEventSurfacesGone) {
+TEST_F(RestClientTest, WatchErrorEventIsDeliveredAndEndsTheStream) {
   server_.handle("/api/v1/pods", [&](const HttpRequest&) {
     return HttpResponse{200, "application/json",
                         R"j({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old resource version: 1 (50)"}})j"
@@ -251,13 +252,11 @@ TEST_F(RestClientTest, WatchErrorEventSurfacesGone) {
                         {}};
   });
   auto w = client().watch(kPod, "", ListOptions{});
-  try {
-    w->next(std::chrono::seconds(5));
-    ADD_FAILURE();
-  } catch (const ApiError& e) {
-    EXPECT_TRUE(is_gone(e));
-    EXPECT_EQ(e.code(), 410);
-  }
+  const auto e = w->next(std::chrono::seconds(5));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->type, WatchEvent::Type::Error);
+  EXPECT_TRUE(is_gone(from_status(0, e->object)));
+  EXPECT_FALSE(w->next(std::chrono::seconds(1)).has_value());
   EXPECT_TRUE(w->ended());
 }
 

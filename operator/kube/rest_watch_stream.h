@@ -99,21 +99,20 @@ class RestWatchStream final : public WatchStream {
     });
   }
 
-  // Queues an event; an ERROR event (a Status, e.g. 410 Gone) ends the stream with that error.
+  // Queues an event. An ERROR event (a Status, e.g. 410 Expired) is delivered like any other,
+  // as MemoryClient does, and ends the stream: the server closes it after one anyway.
   // Returns whether reading should go on.
   static bool deliver(State& st, WatchEvent event) {
-    if (event.type == WatchEvent::Type::Error) {
-      finish(st, from_status(0, event.object));
-      st.cancel.cancel();
-      return false;
-    }
+    const bool error = event.type == WatchEvent::Type::Error;
     {
       std::lock_guard lock(st.mu);
       if (st.closed) return false;
       st.events.push_back(std::move(event));
+      if (error) st.ended = true;
     }
     st.cv.notify_all();
-    return true;
+    if (error) st.cancel.cancel();
+    return !error;
   }
 
   static void finish(State& st, std::optional<ApiError> error) {
