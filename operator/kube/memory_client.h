@@ -107,7 +107,8 @@ class MemoryClient final : public Client {
   std::map<Verb, int64_t> counts_;                                   // GUARDED_BY(hooks_mu_)
 
   mutable std::mutex mu_;
-  int64_t rv_ = 0;                                  // GUARDED_BY(mu_)
+  // Starts at 1, never 0: "0" means "any version" to watch and list, as in Kubernetes.
+  int64_t rv_ = 1;                                  // GUARDED_BY(mu_)
   std::map<std::string, Bucket> objects_;           // GUARDED_BY(mu_): by group/resource
   std::map<std::string, Resource> resources_seen_;  // GUARDED_BY(mu_): for cascades
   WatchHub hub_;                                    // GUARDED_BY(mu_)

@@ -44,7 +44,7 @@ TEST_F(MemoryClientTest, CreateFillsServerSideMetadata) {
   EXPECT_EQ(uid_of(created).size(), 36u);
   EXPECT_EQ(created["metadata"]["creationTimestamp"], "2026-01-01T00:00:00Z");
   EXPECT_EQ(created["metadata"]["generation"], 1);
-  EXPECT_EQ(resource_version_of(created), "1");
+  EXPECT_EQ(resource_version_of(created), "2");  // an empty store is at version 1
   EXPECT_EQ(client.get(kPods, "ns", "p"), created);
 }
 

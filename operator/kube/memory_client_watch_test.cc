@@ -83,12 +83,12 @@ TEST_F(MemoryWatchTest, ResumesFromResourceVersion) {
 TEST_F(MemoryWatchTest, TooOldResourceVersionIsGone) {
   client.set_watch_history(2);
   for (int i = 0; i < 5; ++i) client.create(kPods, "ns", named("p" + std::to_string(i)));
-  auto w = client.watch(kPods, "ns", from("1"));
+  auto w = client.watch(kPods, "ns", from("2"));  // versions 2..6 were written
   const auto ev = next(*w);
   EXPECT_EQ(ev.type, T::Error);
   EXPECT_EQ(ev.object["code"], 410);
   EXPECT_TRUE(w->ended());
-  auto recent = client.watch(kPods, "ns", from("3"));  // history keeps rv 4 and 5
+  auto recent = client.watch(kPods, "ns", from("4"));  // history keeps rv 5 and 6
   EXPECT_EQ(name_of(next(*recent).object), "p3");
 }
 
