@@ -1,0 +1,43 @@
+// Runtime configuration, read once from the environment (KOROVOD_* names, HOROVOD_* accepted as
+// aliases; the KOROVOD_ name wins when both are set). Defaults are documented in
+// docs/runtime-config.md and match Horovod's where Horovod has the knob.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "korovod/status.h"
+
+namespace korovod {
+
+enum class LogLevel { kTrace = 0, kDebug, kInfo, kWarning, kError, kFatal };
+
+struct Config {
+  int64_t fusion_threshold_bytes = 128ll * 1024 * 1024;  // 0 disables fusion
+  double cycle_time_ms = 1.0;
+  int cache_capacity = 1024;                              // 0 disables the response cache
+  std::string timeline_path;                              // "" off; "DYNAMIC" = API only
+  bool timeline_mark_cycles = false;
+  bool stall_check_enabled = true;
+  double stall_warning_seconds = 60.0;
+  double stall_shutdown_seconds = 0.0;                    // 0 = warn only, never fail
+  double collective_timeout_seconds = 60.0;               // 0 = no watchdog
+  bool abort_on_collective_timeout = false;               // MPI_Abort after failing the ops
+  LogLevel log_level = LogLevel::kWarning;
+  bool log_hide_time = false;
+  std::vector<int> thread_affinity;                       // core per local rank; empty = unset
+  bool dynamic_process_sets = false;
+  bool mpi_threads_disable = false;
+};
+
+using EnvMap = std::map<std::string, std::string>;
+
+// Parses the KOROVOD_*/HOROVOD_* entries of `env`; unknown names are ignored, malformed values
+// are an InvalidArgument error naming the variable.
+Result<Config> parse_config(const EnvMap& env);
+// A snapshot of the process environment (the only place that reads `environ`).
+EnvMap process_environment();
+
+}  // namespace korovod

@@ -1,0 +1,81 @@
+// Extension seams. A TransportProvider gives the engine its control plane (negotiation);
+// BackendProviders give it data planes (the collectives on tensor memory). The engine knows
+// only these interfaces: MPI lives in src/transport/mpi/, the in-memory fake used by unit tests
+// in src/transport/fake/, and the later tcp/ (sockets + shared memory) and nccl/ backends slot
+// in as further BackendProviders ("first enabled backend wins", as Horovod's op manager).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "korovod/status.h"
+#include "korovod/types.h"
+
+namespace korovod {
+
+struct WorldInfo {
+  int rank = 0, size = 1;
+  int local_rank = 0, local_size = 1;
+  int cross_rank = 0, cross_size = 1;
+  bool homogeneous = true;  // same local_size on every node
+};
+
+enum class BitwiseOp { kAnd, kOr };
+
+// Control plane of one process set: small collectives among its members, called only from the
+// runtime's background thread, in the same order on every member.
+class ControlChannel {
+ public:
+  virtual ~ControlChannel() = default;
+  virtual int rank() const = 0;  // rank within the process set
+  virtual int size() const = 0;
+  virtual Status allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp op) = 0;
+  // Every member sends `mine`; the set's rank 0 gets all of them in rank order, others get {}.
+  virtual Result<std::vector<std::string>> gather_to_root(const std::string& mine) = 0;
+  // The set's rank 0 sends `bytes`; every other member receives it into `bytes`.
+  virtual Status broadcast_from_root(std::string& bytes) = 0;
+};
+
+class TransportProvider {
+ public:
+  virtual ~TransportProvider() = default;
+  virtual std::string name() const = 0;
+  virtual WorldInfo world() const = 0;
+  // Collective among `global_ranks` (sorted, includes the caller); `set_id` is the same on all.
+  virtual Result<std::unique_ptr<ControlChannel>> create_control(const std::vector<int>& global_ranks,
+                                                                 int set_id) = 0;
+  // Last resort after a collective timed out: tear the job down (MPI_Abort). May not return.
+  virtual void abort_job(int exit_code) = 0;
+};
+
+// Data plane of one process set. Counts are elements of `dtype` unless named *_bytes. In-place
+// when send == recv. Implementations run on the background thread only.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;           // "MPI", "NCCL", "TCP"
+  virtual bool enabled(int device) const = 0;     // can this backend run tensors on `device`?
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual Status allreduce(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op) = 0;
+  virtual Status allgatherv(const void* send, int64_t send_bytes, void* recv,
+                            const std::vector<int64_t>& recv_bytes) = 0;  // displs = prefix sums
+  virtual Status broadcast(void* buffer, int64_t bytes, int root) = 0;
+  virtual Status alltoallv(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
+                           const std::vector<int64_t>& recv_bytes) = 0;  // displs = prefix sums
+  virtual Status reducescatter(const void* send, void* recv, const std::vector<int64_t>& recv_counts,
+                               DataType dtype, ReduceOp op) = 0;
+  virtual Status barrier() = 0;
+};
+
+class BackendProvider {
+ public:
+  virtual ~BackendProvider() = default;
+  virtual std::string name() const = 0;
+  virtual Result<std::unique_ptr<Backend>> create_backend(const std::vector<int>& global_ranks,
+                                                          int set_id) = 0;
+};
+
+}  // namespace korovod

@@ -1,0 +1,65 @@
+// One collective per file, each written against the Backend interface only, so a new data
+// plane (tcp/, nccl/) gets every collective without touching these files or the engine.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/fusion.h"
+#include "core/handle_table.h"
+#include "core/message.h"
+#include "core/timeline.h"
+#include "korovod/transport.h"
+
+namespace korovod {
+
+// One tensor of a (possibly fused) response, as this rank executes it. A joined rank has no
+// tensor of its own: `dummy` holds the zeros it contributes.
+struct OpEntry {
+  std::string name;
+  TensorView input;
+  TensorView output;
+  std::vector<int32_t> splits;
+  OutputAllocator allocator;
+  Handle handle = 0;
+  bool joined_dummy = false;
+  std::vector<std::byte> dummy;
+  OpOutput result;  // filled by the algorithm
+};
+
+struct OpContext {
+  Backend& backend;
+  FusionBufferManager& fusion;
+  Timeline& timeline;
+  HandleTable& handles;
+  const Response& response;
+  std::vector<OpEntry>& entries;
+};
+
+Status run_allreduce(OpContext& ctx);
+Status run_allgather(OpContext& ctx);
+Status run_broadcast(OpContext& ctx);
+Status run_alltoall(OpContext& ctx);
+Status run_reducescatter(OpContext& ctx);
+
+// Rows of dim0 each set rank receives from reducescatter (Horovod: ranks below dim0 % size get
+// one extra row).
+std::vector<int64_t> reducescatter_rows(int64_t dim0, int size);
+
+// Helpers shared by the algorithms (algorithm_util.cc).
+Result<void*> allocate_output(OpContext& ctx, OpEntry& entry, std::vector<int64_t> shape);
+int64_t row_elements(const std::vector<int64_t>& shape);  // product of dims 1..n
+std::string backend_activity(const Backend& backend, RequestType type);  // "MPI_ALLREDUCE"
+// Timeline activity spanning every tensor of the response.
+class ScopedActivity {
+ public:
+  ScopedActivity(OpContext& ctx, const std::string& activity);
+  ~ScopedActivity();
+  ScopedActivity(const ScopedActivity&) = delete;
+  ScopedActivity& operator=(const ScopedActivity&) = delete;
+
+ private:
+  OpContext& ctx_;
+};
+
+}  // namespace korovod

@@ -1,0 +1,48 @@
+#include <fmt/format.h>
+
+#include "algorithms/algorithm.h"
+
+namespace korovod {
+
+Result<void*> allocate_output(OpContext& ctx, OpEntry& entry, std::vector<int64_t> shape) {
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  const size_t bytes = static_cast<size_t>(numel) * element_size(ctx.response.dtype);
+  void* data = nullptr;
+  if (entry.joined_dummy) {
+    entry.dummy.resize(bytes == 0 ? 1 : bytes);
+    data = entry.dummy.data();
+  } else if (entry.allocator) {
+    Result<void*> allocated = entry.allocator(shape);
+    if (!allocated.is_ok()) return allocated.status();
+    data = *allocated;
+  } else {
+    data = ctx.handles.allocate_owned(entry.handle, bytes);
+  }
+  if (data == nullptr && bytes > 0) {
+    return Status::invalid_argument(fmt::format("could not allocate the output of '{}'", entry.name));
+  }
+  entry.result.data = data;
+  entry.result.shape = std::move(shape);
+  return data;
+}
+
+int64_t row_elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+std::string backend_activity(const Backend& backend, RequestType type) {
+  return fmt::format("{}_{}", backend.name(), request_type_name(type));
+}
+
+ScopedActivity::ScopedActivity(OpContext& ctx, const std::string& activity) : ctx_(ctx) {
+  for (const auto& e : ctx_.entries) ctx_.timeline.activity_start(e.name, activity);
+}
+
+ScopedActivity::~ScopedActivity() {
+  for (const auto& e : ctx_.entries) ctx_.timeline.activity_end(e.name);
+}
+
+}  // namespace korovod

@@ -1,0 +1,126 @@
+#include "korovod/config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <optional>
+
+extern char** environ;  // POSIX; read only by process_environment()
+
+namespace korovod {
+namespace {
+
+// KOROVOD_<suffix> wins over HOROVOD_<suffix>. Returns the name found and its value.
+std::optional<std::pair<std::string, std::string>> lookup(const EnvMap& env, const std::string& suffix) {
+  for (const char* prefix : {"KOROVOD_", "HOROVOD_"}) {
+    auto it = env.find(prefix + suffix);
+    if (it != env.end() && !it->second.empty()) return std::make_pair(it->first, it->second);
+  }
+  return std::nullopt;
+}
+
+Status bad(const std::string& name, const std::string& value, const char* expected) {
+  return Status::invalid_argument(fmt::format("{}={:?}: expected {}", name, value, expected));
+}
+
+template <typename T>
+Status read_number(const EnvMap& env, const std::string& suffix, T& out, T min_value) {
+  auto found = lookup(env, suffix);
+  if (!found) return Status::ok();
+  const std::string& v = found->second;
+  T parsed{};
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), parsed);
+  if (ec != std::errc() || end != v.data() + v.size() || parsed < min_value) {
+    return bad(found->first, v, "a non-negative number");
+  }
+  out = parsed;
+  return Status::ok();
+}
+
+Status read_bool(const EnvMap& env, const std::string& suffix, bool& out) {
+  auto found = lookup(env, suffix);
+  if (!found) return Status::ok();
+  std::string v = found->second;
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (v == "1" || v == "true" || v == "yes" || v == "on") out = true;
+  else if (v == "0" || v == "false" || v == "no" || v == "off") out = false;
+  else return bad(found->first, found->second, "0/1/true/false");
+  return Status::ok();
+}
+
+Status read_log_level(const EnvMap& env, LogLevel& out) {
+  auto found = lookup(env, "LOG_LEVEL");
+  if (!found) return Status::ok();
+  std::string v = found->second;
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::toupper(c); });
+  static constexpr std::pair<const char*, LogLevel> kLevels[] = {
+      {"TRACE", LogLevel::kTrace}, {"DEBUG", LogLevel::kDebug}, {"INFO", LogLevel::kInfo},
+      {"WARNING", LogLevel::kWarning}, {"WARN", LogLevel::kWarning}, {"ERROR", LogLevel::kError},
+      {"FATAL", LogLevel::kFatal}};
+  for (const auto& [name, level] : kLevels) {
+    if (v == name) {
+      out = level;
+      return Status::ok();
+    }
+  }
+  return bad(found->first, found->second, "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL");
+}
+
+Status read_core_list(const EnvMap& env, std::vector<int>& out) {
+  auto found = lookup(env, "THREAD_AFFINITY");
+  if (!found) return Status::ok();
+  const std::string& v = found->second;
+  size_t pos = 0;
+  while (pos <= v.size()) {
+    size_t comma = std::min(v.find(',', pos), v.size());
+    int core = -1;
+    auto [end, ec] = std::from_chars(v.data() + pos, v.data() + comma, core);
+    if (ec != std::errc() || end != v.data() + comma || core < 0) {
+      return bad(found->first, v, "a comma-separated list of core ids");
+    }
+    out.push_back(core);
+    pos = comma + 1;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<Config> parse_config(const EnvMap& env) {
+  Config c;
+  KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "FUSION_THRESHOLD", c.fusion_threshold_bytes, 0));
+  KOROVOD_RETURN_IF_ERROR(read_number<double>(env, "CYCLE_TIME", c.cycle_time_ms, 0.0));
+  KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "CACHE_CAPACITY", c.cache_capacity, 0));
+  if (auto t = lookup(env, "TIMELINE")) c.timeline_path = t->second;
+  KOROVOD_RETURN_IF_ERROR(read_bool(env, "TIMELINE_MARK_CYCLES", c.timeline_mark_cycles));
+  bool stall_disable = false;
+  KOROVOD_RETURN_IF_ERROR(read_bool(env, "STALL_CHECK_DISABLE", stall_disable));
+  c.stall_check_enabled = !stall_disable;
+  KOROVOD_RETURN_IF_ERROR(read_number<double>(env, "STALL_CHECK_TIME_SECONDS", c.stall_warning_seconds, 0.0));
+  KOROVOD_RETURN_IF_ERROR(
+      read_number<double>(env, "STALL_SHUTDOWN_TIME_SECONDS", c.stall_shutdown_seconds, 0.0));
+  KOROVOD_RETURN_IF_ERROR(
+      read_number<double>(env, "COLLECTIVE_TIMEOUT_SECONDS", c.collective_timeout_seconds, 0.0));
+  KOROVOD_RETURN_IF_ERROR(read_bool(env, "ABORT_ON_COLLECTIVE_TIMEOUT", c.abort_on_collective_timeout));
+  KOROVOD_RETURN_IF_ERROR(read_log_level(env, c.log_level));
+  KOROVOD_RETURN_IF_ERROR(read_bool(env, "LOG_HIDE_TIME", c.log_hide_time));
+  KOROVOD_RETURN_IF_ERROR(read_core_list(env, c.thread_affinity));
+  KOROVOD_RETURN_IF_ERROR(read_bool(env, "DYNAMIC_PROCESS_SETS", c.dynamic_process_sets));
+  KOROVOD_RETURN_IF_ERROR(read_bool(env, "MPI_THREADS_DISABLE", c.mpi_threads_disable));
+  return c;
+}
+
+EnvMap process_environment() {
+  EnvMap env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+}  // namespace korovod

@@ -1,0 +1,100 @@
+#include "core/executor.h"
+
+#include <fmt/format.h>
+
+namespace korovod {
+namespace {
+
+bool joined_rank_takes_part(ResponseType type) {
+  return type == ResponseType::kAllreduce || type == ResponseType::kAllgather ||
+         type == ResponseType::kBroadcast;
+}
+
+Status dispatch(OpContext& ctx) {
+  switch (ctx.response.type) {
+    case ResponseType::kAllreduce: return run_allreduce(ctx);
+    case ResponseType::kAllgather: return run_allgather(ctx);
+    case ResponseType::kBroadcast: return run_broadcast(ctx);
+    case ResponseType::kAlltoall: return run_alltoall(ctx);
+    case ResponseType::kReducescatter: return run_reducescatter(ctx);
+    default: return Status::invalid_argument("unsupported response type");
+  }
+}
+
+}  // namespace
+
+std::vector<OpEntry> Executor::take_entries(ProcessSet& set, const Response& response) {
+  std::vector<OpEntry> entries;
+  for (const std::string& name : response.names) {
+    std::optional<TensorEntry> entry = set.queue.take(name);
+    OpEntry op;
+    op.name = name;
+    if (entry) {
+      op.input = entry->input;
+      op.output = entry->output;
+      op.splits = std::move(entry->splits);
+      op.allocator = std::move(entry->allocator);
+      op.handle = entry->handle;
+    } else {
+      // Every non-joined rank sent this tensor, so a rank without it has joined.
+      op.joined_dummy = true;
+    }
+    entries.push_back(std::move(op));
+  }
+  return entries;
+}
+
+void Executor::complete_all(std::vector<OpEntry>& entries, const Status& status) {
+  for (auto& e : entries) {
+    if (!e.joined_dummy) handles_.complete(e.handle, status, status.is_ok() ? e.result : OpOutput{});
+  }
+}
+
+Status Executor::run_collective(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries) {
+  Backend* backend = set.backend_for(response.device);
+  if (!backend) {
+    complete_all(entries, Status::invalid_argument(fmt::format(
+                              "no backend is enabled for device {} (tensor '{}')", response.device,
+                              response.names[0])));
+    return Status::ok();
+  }
+  for (const auto& e : entries) timeline_.op_start(e.name, response.type);
+  OpContext ctx{*backend, fusion_, timeline_, handles_, response, entries};
+  Status status = dispatch(ctx);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    timeline_.op_end(entries[i].name, response.dtype,
+                     i < response.shapes.size() ? response.shapes[i] : std::vector<int64_t>{});
+  }
+  complete_all(entries, status);
+  // Transport failures leave the ranks out of step: stop the engine. Anything else (a user
+  // allocator refusing) only fails these operations.
+  return status.code() == StatusCode::kUnknownError || status.code() == StatusCode::kAborted ? status
+                                                                                               : Status::ok();
+}
+
+Status Executor::execute(ProcessSet& set, const Response& response) {
+  std::vector<OpEntry> entries = take_entries(set, response);
+  switch (response.type) {
+    case ResponseType::kError: {
+      std::erase_if(entries, [](const OpEntry& e) { return e.joined_dummy; });
+      complete_all(entries, Status::precondition(response.error));
+      return Status::ok();
+    }
+    case ResponseType::kJoin:
+    case ResponseType::kBarrier: {
+      for (auto& e : entries) e.result.last_joined_rank = response.last_joined_rank;
+      std::erase_if(entries, [](const OpEntry& e) { return e.joined_dummy; });
+      complete_all(entries, Status::ok());
+      return Status::ok();
+    }
+    default:
+      break;
+  }
+  if (!joined_rank_takes_part(response.type)) {
+    std::erase_if(entries, [](const OpEntry& e) { return e.joined_dummy; });
+    if (entries.empty()) return Status::ok();
+  }
+  return run_collective(set, response, entries);
+}
+
+}  // namespace korovod

@@ -1,0 +1,30 @@
+// PerformOperation: runs one (fused) response on this rank with the first enabled backend and
+// completes the handles. Returns an error only when the data plane itself failed (the engine
+// then stops); per-operation failures go to the operations' handles.
+#pragma once
+
+#include "algorithms/algorithm.h"
+#include "core/logger.h"
+#include "core/process_set.h"
+
+namespace korovod {
+
+class Executor {
+ public:
+  Executor(FusionBufferManager& fusion, Timeline& timeline, HandleTable& handles, const Logger& log)
+      : fusion_(fusion), timeline_(timeline), handles_(handles), log_(log) {}
+
+  Status execute(ProcessSet& set, const Response& response);
+
+ private:
+  std::vector<OpEntry> take_entries(ProcessSet& set, const Response& response);
+  void complete_all(std::vector<OpEntry>& entries, const Status& status);
+  Status run_collective(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries);
+
+  FusionBufferManager& fusion_;
+  Timeline& timeline_;
+  HandleTable& handles_;
+  const Logger& log_;
+};
+
+}  // namespace korovod

@@ -1,0 +1,92 @@
+#include "core/handle_table.h"
+
+#include <chrono>
+
+namespace korovod {
+
+Handle HandleTable::create(DoneCallback on_done) {
+  std::lock_guard lock(mu_);
+  Handle h = next_++;
+  auto state = std::make_shared<State>();
+  state->on_done = std::move(on_done);
+  states_.emplace(h, std::move(state));
+  return h;
+}
+
+std::shared_ptr<HandleTable::State> HandleTable::find(Handle handle) const {
+  auto it = states_.find(handle);
+  return it == states_.end() ? nullptr : it->second;
+}
+
+void* HandleTable::allocate_owned(Handle handle, size_t bytes) {
+  std::lock_guard lock(mu_);
+  auto state = find(handle);
+  if (!state) return nullptr;
+  state->owned.resize(bytes == 0 ? 1 : bytes);
+  return state->owned.data();
+}
+
+bool HandleTable::complete(Handle handle, Status status, OpOutput output) {
+  DoneCallback callback;
+  Status delivered;
+  {
+    std::lock_guard lock(mu_);
+    auto state = find(handle);
+    if (!state || state->done) return false;
+    state->done = true;
+    state->status = std::move(status);
+    state->output = std::move(output);
+    callback = std::move(state->on_done);
+    delivered = state->status;
+  }
+  done_cv_.notify_all();
+  if (callback) callback(delivered);  // outside the lock: callbacks may call back into us
+  return true;
+}
+
+void HandleTable::fail_all_pending(const Status& status) {
+  std::vector<Handle> pending;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [h, state] : states_) {
+      if (!state->done) pending.push_back(h);
+    }
+  }
+  for (Handle h : pending) complete(h, status);
+}
+
+Result<bool> HandleTable::poll(Handle handle) const {
+  std::lock_guard lock(mu_);
+  auto state = find(handle);
+  if (!state) return Status::invalid_argument("unknown handle " + std::to_string(handle));
+  return state->done;
+}
+
+Status HandleTable::wait(Handle handle, std::optional<double> timeout_seconds) const {
+  std::unique_lock lock(mu_);
+  auto state = find(handle);
+  if (!state) return Status::invalid_argument("unknown handle " + std::to_string(handle));
+  auto done = [&] { return state->done; };
+  if (!timeout_seconds) {
+    done_cv_.wait(lock, done);
+  } else if (!done_cv_.wait_for(lock, std::chrono::duration<double>(*timeout_seconds), done)) {
+    return Status::in_progress();
+  }
+  return state->status;
+}
+
+Result<OpOutput> HandleTable::output(Handle handle) const {
+  std::lock_guard lock(mu_);
+  auto state = find(handle);
+  if (!state) return Status::invalid_argument("unknown handle " + std::to_string(handle));
+  if (!state->done) return Status::in_progress();
+  if (!state->status.is_ok()) return state->status;
+  return state->output;
+}
+
+void HandleTable::release(Handle handle) {
+  std::lock_guard lock(mu_);
+  states_.erase(handle);
+}
+
+}  // namespace korovod

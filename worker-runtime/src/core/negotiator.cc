@@ -1,0 +1,170 @@
+#include "core/negotiator.h"
+
+namespace korovod {
+namespace {
+
+// Word 0 of the bit vector holds status flags, inverted where "some rank has X" must survive an
+// AND; words 1.. hold one bit per cache slot.
+constexpr uint64_t kNotShutdown = 1u << 0;
+constexpr uint64_t kNotUncached = 1u << 1;
+constexpr uint64_t kNotInvalid = 1u << 2;
+constexpr uint64_t kNotJoined = 1u << 3;
+constexpr uint64_t kSetChangePending = 1u << 4;
+
+size_t words_for(int capacity) { return 1 + (static_cast<size_t>(capacity) + 63) / 64; }
+void set_bit(std::vector<uint64_t>& v, int bit) { v[1 + bit / 64] |= uint64_t{1} << (bit % 64); }
+bool test_bit(const std::vector<uint64_t>& v, int bit) { return (v[1 + bit / 64] >> (bit % 64)) & 1; }
+
+}  // namespace
+
+Negotiator::Negotiator(ControlChannel& channel, NegotiatorOptions options, const Clock& clock,
+                       const Logger& log, Timeline* timeline)
+    : channel_(channel),
+      clock_(clock),
+      global_ranks_(options.global_ranks),
+      cache_(options.cache_capacity),
+      stall_(options.stall, clock, log) {
+  if (channel_.rank() == 0) {
+    coordinator_.emplace(global_ranks_, options.stall, clock, log, timeline);
+  }
+}
+
+void Negotiator::classify(std::vector<Request>& requests) {
+  for (Request& req : requests) {
+    if (req.type == RequestType::kJoin) joined_ = true;
+    if (req.type != RequestType::kJoin) local_requests_[req.name] = req;
+    if (!cache_.enabled() || !ResponseCache::cacheable(req.type)) {
+      uncached_.push_back(std::move(req));
+      continue;
+    }
+    ResponseCache::Lookup found = cache_.lookup(req);
+    if (found.state == ResponseCache::State::kHit) {
+      pending_hits_[found.bit] = PendingHit{std::move(req), clock_.now()};
+    } else {
+      if (found.state == ResponseCache::State::kInvalid) invalid_bits_.insert(found.bit);
+      uncached_.push_back(std::move(req));
+    }
+  }
+  // A cached tensor other ranks have not submitted for long goes back through the coordinator,
+  // so the stall inspector there can name the missing ranks.
+  for (const auto& [bit, hit] : pending_hits_) {
+    if (stall_.should_uncache(hit.first_seen)) invalid_bits_.insert(bit);
+  }
+}
+
+std::vector<uint64_t> Negotiator::status_and_hit_bits(const CycleInput& input) const {
+  std::vector<uint64_t> bits(words_for(cache_.capacity()), 0);
+  uint64_t flags = 0;
+  if (!input.shutdown) flags |= kNotShutdown;
+  const bool coordinator_wants_slow_path = coordinator_ && coordinator_->stall_check_due();
+  if (uncached_.empty() && !coordinator_wants_slow_path) flags |= kNotUncached;
+  if (invalid_bits_.empty()) flags |= kNotInvalid;
+  if (!joined_) flags |= kNotJoined;
+  if (input.set_change_pending) flags |= kSetChangePending;
+  bits[0] = flags;
+  for (const auto& [bit, hit] : pending_hits_) set_bit(bits, bit);
+  return bits;
+}
+
+Status Negotiator::erase_invalid_everywhere(std::vector<uint64_t>& common) {
+  std::vector<uint64_t> invalid(common.size(), 0);
+  for (int bit : invalid_bits_) set_bit(invalid, bit);
+  KOROVOD_RETURN_IF_ERROR(channel_.allreduce_bits(invalid, BitwiseOp::kOr));
+  invalid_bits_.clear();
+  for (int bit = 0; bit < cache_.capacity(); ++bit) {
+    if (!test_bit(invalid, bit)) continue;
+    cache_.erase(bit);
+    common[1 + bit / 64] &= ~(uint64_t{1} << (bit % 64));
+    auto hit = pending_hits_.find(bit);
+    if (hit != pending_hits_.end()) {
+      uncached_.push_back(std::move(hit->second.request));
+      pending_hits_.erase(hit);
+    }
+  }
+  return Status::ok();
+}
+
+std::vector<Response> Negotiator::take_common_hits(const std::vector<uint64_t>& common) {
+  std::vector<Response> out;
+  for (auto it = pending_hits_.begin(); it != pending_hits_.end();) {
+    const int bit = it->first;
+    if (!test_bit(common, bit)) {
+      ++it;
+      continue;
+    }
+    out.push_back(cache_.response(bit));
+    cache_.touch(bit);  // ascending bit order on every rank keeps the LRU identical
+    it = pending_hits_.erase(it);
+  }
+  return out;
+}
+
+Result<ResponseList> Negotiator::exchange_with_coordinator(bool shutdown) {
+  RequestList mine{std::move(uncached_), shutdown};
+  uncached_.clear();
+  for (auto& r : mine.requests) r.request_rank = channel_.rank();
+  Result<std::vector<std::string>> gathered = channel_.gather_to_root(serialize(mine));
+  if (!gathered.is_ok()) return gathered.status();
+  std::string bytes;
+  if (coordinator_) {
+    ResponseList list;
+    for (size_t r = 0; r < gathered->size(); ++r) {
+      Result<RequestList> parsed = parse_request_list((*gathered)[r]);
+      if (!parsed.is_ok()) return parsed.status();
+      list.shutdown |= parsed->shutdown;
+      coordinator_->add_requests(static_cast<int>(r), parsed->requests);
+    }
+    list.joined_count = coordinator_->joined_count();
+    list.responses = coordinator_->take_ready();
+    bytes = serialize(list);
+  }
+  KOROVOD_RETURN_IF_ERROR(channel_.broadcast_from_root(bytes));
+  return parse_response_list(bytes);
+}
+
+void Negotiator::cache_new_responses(const ResponseList& list) {
+  for (const Response& resp : list.responses) {
+    if (resp.type == ResponseType::kJoin) joined_ = false;
+    if (list.joined_count > 0 || resp.type == ResponseType::kError ||
+        !ResponseCache::cacheable(static_cast<RequestType>(resp.type))) {
+      continue;
+    }
+    auto local = local_requests_.find(resp.names[0]);
+    Request signature;
+    if (local != local_requests_.end()) signature = local->second;
+    cache_.put(resp, signature);
+  }
+}
+
+Result<CycleOutput> Negotiator::run_cycle(CycleInput input) {
+  classify(input.requests);
+  std::vector<uint64_t> bits = status_and_hit_bits(input);
+  KOROVOD_RETURN_IF_ERROR(channel_.allreduce_bits(bits, BitwiseOp::kAnd));
+  const uint64_t flags = bits[0];
+  const bool any_invalid = !(flags & kNotInvalid);
+  const bool any_joined = !(flags & kNotJoined);
+  CycleOutput out;
+  out.shutdown = !(flags & kNotShutdown);
+  out.apply_set_change = (flags & kSetChangePending) != 0;
+  if (any_invalid) KOROVOD_RETURN_IF_ERROR(erase_invalid_everywhere(bits));
+  if (any_joined) {  // joined ranks never submit, so cached tensors go through the coordinator
+    for (auto& [bit, hit] : pending_hits_) uncached_.push_back(std::move(hit.request));
+    pending_hits_.clear();
+  } else {
+    out.responses = take_common_hits(bits);
+  }
+  out.used_slow_path = !(flags & kNotUncached) || any_invalid || any_joined;
+  if (out.used_slow_path) {
+    Result<ResponseList> list = exchange_with_coordinator(input.shutdown);
+    if (!list.is_ok()) return list.status();
+    cache_new_responses(*list);
+    out.shutdown |= list->shutdown;
+    for (auto& r : list->responses) out.responses.push_back(std::move(r));
+  }
+  for (const Response& r : out.responses) {
+    for (const auto& name : r.names) local_requests_.erase(name);
+  }
+  return out;
+}
+
+}  // namespace korovod

@@ -1,0 +1,180 @@
+// The caller-side half of the engine: validating and queueing operations, process-set changes.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+
+#include "core/runtime_impl.h"
+
+namespace korovod {
+namespace {
+
+std::string default_name(RequestType type, Handle handle) {
+  std::string op(request_type_name(type));
+  std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return std::tolower(c); });
+  return fmt::format("{}.noname.{}", op, handle);
+}
+
+Status validate_tensor(const std::string& name, const TensorView& t, const char* what) {
+  if (!is_valid_dtype(static_cast<int32_t>(t.dtype))) {
+    return Status::invalid_argument(fmt::format("tensor '{}': invalid {} dtype", name, what));
+  }
+  for (int64_t d : t.shape) {
+    if (d < 0) return Status::invalid_argument(fmt::format("tensor '{}': negative {} dimension", name, what));
+  }
+  if (t.data == nullptr && t.numel() > 0) {
+    return Status::invalid_argument(fmt::format("tensor '{}': {} data is null", name, what));
+  }
+  return Status::ok();
+}
+
+Status validate_alltoall(const CollectiveArgs& a, int set_size) {
+  if (a.input.shape.empty()) return Status::invalid_argument(fmt::format("tensor '{}': alltoall of a scalar", a.name));
+  const int64_t dim0 = a.input.shape[0];
+  if (a.splits.empty()) {
+    if (dim0 % set_size != 0) {
+      return Status::invalid_argument(fmt::format(
+          "tensor '{}': dim 0 ({}) is not divisible by the process set size ({}); pass splits", a.name,
+          dim0, set_size));
+    }
+    return Status::ok();
+  }
+  if (static_cast<int>(a.splits.size()) != set_size) {
+    return Status::invalid_argument(fmt::format("tensor '{}': {} splits for {} ranks", a.name, a.splits.size(), set_size));
+  }
+  int64_t sum = 0;
+  for (int32_t s : a.splits) {
+    if (s < 0) return Status::invalid_argument(fmt::format("tensor '{}': negative split", a.name));
+    sum += s;
+  }
+  if (sum > dim0) {
+    return Status::invalid_argument(fmt::format("tensor '{}': splits sum to {} > dim 0 ({})", a.name, sum, dim0));
+  }
+  return Status::ok();
+}
+
+Status validate_args(const CollectiveArgs& a, int set_size) {
+  if (a.type == RequestType::kJoin || a.type == RequestType::kBarrier) return Status::ok();
+  KOROVOD_RETURN_IF_ERROR(validate_tensor(a.name, a.input, "input"));
+  if (a.op == ReduceOp::kAdasum || a.type == RequestType::kAdasum) {
+    return Status::invalid_argument(fmt::format("tensor '{}': Adasum is not supported", a.name));
+  }
+  if (a.type == RequestType::kAllreduce || a.type == RequestType::kBroadcast) {
+    KOROVOD_RETURN_IF_ERROR(validate_tensor(a.name, a.output, "output"));
+    if (a.output.dtype != a.input.dtype || a.output.shape != a.input.shape) {
+      return Status::invalid_argument(fmt::format("tensor '{}': output dtype/shape differ from the input", a.name));
+    }
+  }
+  if (a.type == RequestType::kAlltoall) return validate_alltoall(a, set_size);
+  if ((a.type == RequestType::kAllgather || a.type == RequestType::kReducescatter) && a.input.shape.empty()) {
+    return Status::invalid_argument(fmt::format("tensor '{}': {} of a scalar is not supported", a.name,
+                                                request_type_name(a.type)));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<TensorEntry> RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet& set, Handle handle,
+                                            int group_id, int group_size) {
+  if (a.type == RequestType::kJoin) a.name = "join";
+  if (a.type == RequestType::kBarrier) a.name = "barrier";
+  if (a.name.empty()) a.name = default_name(a.type, handle);
+  KOROVOD_RETURN_IF_ERROR(validate_args(a, static_cast<int>(set.ranks.size())));
+  TensorEntry e;
+  Request& r = e.request;
+  r.request_rank = set.set_rank;
+  r.type = a.type;
+  r.dtype = a.input.dtype;
+  r.name = a.name;
+  r.device = a.input.device;
+  r.shape = a.input.shape;
+  r.prescale = a.prescale;
+  r.postscale = a.postscale;
+  r.op = a.op;
+  r.group_id = group_id;
+  r.group_size = group_size;
+  if (a.type == RequestType::kBroadcast) {
+    r.root_rank = set.set_rank_of(a.root_rank);
+    if (r.root_rank < 0) {
+      return Status::invalid_argument(fmt::format("tensor '{}': root rank {} is not in process set {}",
+                                                  a.name, a.root_rank, set.id));
+    }
+  }
+  e.input = a.input;
+  e.output = a.output;
+  e.splits = std::move(a.splits);
+  e.allocator = std::move(a.allocator);
+  e.handle = handle;
+  return e;
+}
+
+Result<std::vector<Handle>> RuntimeImpl::enqueue(std::vector<CollectiveArgs> args) {
+  KOROVOD_RETURN_IF_ERROR(fatal_error());
+  if (!running_) return Status::aborted("korovod is not running (shut down or not initialised)");
+  if (args.empty()) return std::vector<Handle>{};
+  const int set_id = args[0].process_set;
+  std::shared_ptr<ProcessSet> set = sets_.get(set_id);
+  if (!set) return Status::invalid_argument(fmt::format("unknown process set {}", set_id));
+  if (!set->member()) {
+    return Status::invalid_argument(fmt::format("rank {} is not in process set {}", world_.rank, set_id));
+  }
+  const int group_size = static_cast<int>(args.size());
+  const int group_id = group_size > 1 ? set->next_group_id++ : -1;
+  std::vector<TensorEntry> entries;
+  std::vector<Handle> handles;
+  for (auto& a : args) {
+    if (a.process_set != set_id) return Status::invalid_argument("a group must use one process set");
+    Handle h = handles_.create(std::move(a.on_done));
+    handles.push_back(h);
+    Result<TensorEntry> e = make_entry(a, *set, h, group_id, group_size);
+    if (!e.is_ok()) {
+      for (Handle created : handles) handles_.release(created);
+      return e.status();
+    }
+    entries.push_back(std::move(e).value());
+  }
+  if (Status st = set->queue.add(std::move(entries)); !st.is_ok()) {
+    for (Handle created : handles) handles_.release(created);
+    return st;
+  }
+  return handles;
+}
+
+Result<int> RuntimeImpl::add_process_set(std::vector<int> ranks) {
+  KOROVOD_RETURN_IF_ERROR(fatal_error());
+  if (!config_.dynamic_process_sets) {
+    return Status::invalid_argument("dynamic process sets need KOROVOD_DYNAMIC_PROCESS_SETS=1");
+  }
+  std::sort(ranks.begin(), ranks.end());
+  if (ranks.empty() || ranks.front() < 0 || ranks.back() >= world_.size ||
+      std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) {
+    return Status::invalid_argument(fmt::format("invalid process set ranks [{}]", fmt::join(ranks, ", ")));
+  }
+  if (auto existing = sets_.id_of(ranks)) {
+    return Status::invalid_argument(fmt::format("a process set with these ranks exists (id {})", *existing));
+  }
+  if (!running_) return Status::aborted("korovod is not running");
+  SetChange change;
+  change.add = true;
+  change.ranks = std::move(ranks);
+  return sets_.submit_change(std::move(change)).get();
+}
+
+Status RuntimeImpl::remove_process_set(int id) {
+  KOROVOD_RETURN_IF_ERROR(fatal_error());
+  if (!config_.dynamic_process_sets) {
+    return Status::invalid_argument("dynamic process sets need KOROVOD_DYNAMIC_PROCESS_SETS=1");
+  }
+  if (id == kGlobalProcessSet) return Status::invalid_argument("the global process set cannot be removed");
+  if (!sets_.get(id)) return Status::invalid_argument(fmt::format("unknown process set {}", id));
+  if (!running_) return Status::aborted("korovod is not running");
+  SetChange change;
+  change.add = false;
+  change.id = id;
+  return sets_.submit_change(std::move(change)).get().status();
+}
+
+}  // namespace korovod

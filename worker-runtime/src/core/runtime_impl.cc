@@ -1,0 +1,219 @@
+#include "core/runtime_impl.h"
+
+#include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <numeric>
+
+namespace korovod {
+
+RuntimeImpl::RuntimeImpl(RuntimeOptions options)
+    : config_(options.config),
+      clock_(options.clock ? options.clock : std::make_shared<SystemClock>()),
+      log_(config_.log_level, config_.log_hide_time, std::move(options.log_sink)),
+      transport_(std::move(options.transport)),
+      backend_providers_(std::move(options.backends)),
+      static_sets_(std::move(options.process_sets)),
+      world_(transport_->world()),
+      transport_name_(transport_->name()),
+      timeline_(*clock_),
+      fusion_(config_.fusion_threshold_bytes),
+      executor_(fusion_, timeline_, handles_, log_) {
+  log_.set_rank(world_.rank);
+  for (const auto& b : backend_providers_) backend_names_.push_back(b->name());
+}
+
+RuntimeImpl::~RuntimeImpl() {
+  if (watchdog_) watchdog_->stop();
+}
+
+ProcessSetDeps RuntimeImpl::deps() {
+  NegotiatorOptions negotiation;
+  negotiation.cache_capacity = config_.cache_capacity;
+  negotiation.stall = {config_.stall_check_enabled, config_.stall_warning_seconds,
+                       config_.stall_shutdown_seconds};
+  return ProcessSetDeps{*transport_, backend_providers_, negotiation, *clock_, log_,
+                        world_.rank == 0 ? &timeline_ : nullptr};
+}
+
+Status RuntimeImpl::start() {
+  std::vector<int> everyone(world_.size);
+  std::iota(everyone.begin(), everyone.end(), 0);
+  std::vector<std::vector<int>> sets = {everyone};
+  sets.insert(sets.end(), static_sets_.begin(), static_sets_.end());
+  for (auto& ranks : sets) {
+    std::sort(ranks.begin(), ranks.end());
+    if (ranks.empty() || ranks.front() < 0 || ranks.back() >= world_.size ||
+        std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) {
+      return Status::invalid_argument(fmt::format("invalid process set {}", fmt::join(ranks, ",")));
+    }
+    Result<std::shared_ptr<ProcessSet>> set = create_process_set(sets_.take_next_id(), ranks, world_.rank, deps());
+    if (!set.is_ok()) return set.status();
+    sets_.insert(std::move(set).value());
+  }
+  if (world_.rank == 0 && !config_.timeline_path.empty() && config_.timeline_path != "DYNAMIC") {
+    KOROVOD_RETURN_IF_ERROR(timeline_.start(config_.timeline_path, config_.timeline_mark_cycles));
+  }
+  running_ = true;
+  watchdog_ = std::make_unique<Watchdog>(config_.collective_timeout_seconds, [this] { on_watchdog_timeout(); });
+  background_ = std::thread([self = shared_from_this()] { self->background_loop(); });
+  return Status::ok();
+}
+
+void RuntimeImpl::wait_for_next_cycle(std::chrono::steady_clock::time_point cycle_start) {
+  const auto next = cycle_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
+  std::unique_lock lock(state_mu_);
+  state_cv_.wait_until(lock, next, [&] { return shutdown_requested_.load(); });
+}
+
+void RuntimeImpl::background_loop() {
+  if (!config_.thread_affinity.empty()) {
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    CPU_SET(config_.thread_affinity[world_.local_rank % config_.thread_affinity.size()], &cpus);
+    pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
+  }
+  auto cycle_start = std::chrono::steady_clock::now();
+  while (true) {
+    wait_for_next_cycle(cycle_start);
+    cycle_start = std::chrono::steady_clock::now();
+    timeline_.mark_cycle();
+    watchdog_->enter_cycle();
+    const bool keep_going = run_one_cycle();
+    watchdog_->leave_cycle();
+    timeline_.flush();
+    if (!keep_going || watchdog_->fired()) break;
+  }
+  Status final_status = fatal_error();
+  drain(final_status.is_ok() ? Status::aborted("korovod has been shut down") : final_status);
+  {
+    std::lock_guard lock(state_mu_);
+    loop_exited_ = true;
+  }
+  state_cv_.notify_all();
+}
+
+bool RuntimeImpl::run_one_cycle() {
+  bool apply_change = false;
+  for (const auto& set : sets_.members_in_id_order()) {
+    CycleInput input;
+    input.requests = set->queue.pop_requests();
+    input.shutdown = shutdown_requested_.load();
+    input.set_change_pending = set->id == 0 && sets_.change_pending();
+    Result<CycleOutput> out = set->negotiator->run_cycle(std::move(input));
+    if (!out.is_ok()) {
+      record_fatal(out.status());
+      return false;
+    }
+    for (const Response& r : fuse_responses(std::move(out->responses), config_.fusion_threshold_bytes)) {
+      Status st = executor_.execute(*set, r);
+      if (!st.is_ok()) {
+        record_fatal(st);
+        return false;
+      }
+    }
+    if (set->id == 0) {
+      if (out->shutdown) return false;
+      apply_change = out->apply_set_change;
+    }
+  }
+  if (apply_change) apply_set_change();
+  return true;
+}
+
+void RuntimeImpl::apply_set_change() {
+  std::optional<SetChange> change = sets_.pop_change();
+  if (!change) return;
+  if (change->add) {
+    const int id = sets_.take_next_id();  // on every rank, members or not, so ids agree
+    Result<std::shared_ptr<ProcessSet>> set = create_process_set(id, change->ranks, world_.rank, deps());
+    if (!set.is_ok()) {
+      change->done->set_value(set.status());
+      return;
+    }
+    sets_.insert(std::move(set).value());
+    change->done->set_value(id);
+    return;
+  }
+  std::shared_ptr<ProcessSet> removed = sets_.erase(change->id);
+  if (removed) {
+    for (auto& e : removed->queue.take_all()) {
+      handles_.complete(e.handle, Status::aborted(fmt::format("process set {} was removed", change->id)));
+    }
+  }
+  change->done->set_value(change->id);
+}
+
+void RuntimeImpl::drain(const Status& status) {
+  for (const auto& set : sets_.all()) {
+    for (auto& e : set->queue.take_all()) handles_.complete(e.handle, status);
+  }
+  for (auto& change : sets_.take_all_changes()) change.done->set_value(status);
+  handles_.fail_all_pending(status);
+}
+
+void RuntimeImpl::record_fatal(const Status& status) {
+  {
+    std::lock_guard lock(state_mu_);
+    if (!fatal_.is_ok()) return;
+    fatal_ = status;
+  }
+  log_.log(LogLevel::kError, "background loop stopped: {}", status.message());
+}
+
+Status RuntimeImpl::fatal_error() const {
+  std::lock_guard lock(state_mu_);
+  return fatal_;
+}
+
+void RuntimeImpl::on_watchdog_timeout() {
+  Status status = Status::aborted(fmt::format(
+      "a collective of the background loop did not complete within {} s "
+      "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS): a peer rank has probably died or stopped; all "
+      "pending operations failed", config_.collective_timeout_seconds));
+  record_fatal(status);
+  handles_.fail_all_pending(status);
+  for (auto& change : sets_.take_all_changes()) change.done->set_value(status);
+  if (config_.abort_on_collective_timeout) transport_->abort_job(1);
+}
+
+Status RuntimeImpl::shutdown() {
+  if (!running_.exchange(false)) return fatal_error();
+  shutdown_requested_ = true;
+  state_cv_.notify_all();
+  bool exited = false;
+  {
+    std::unique_lock lock(state_mu_);
+    auto done = [&] { return loop_exited_; };
+    if (config_.collective_timeout_seconds > 0) {
+      exited = state_cv_.wait_for(
+          lock, std::chrono::duration<double>(config_.collective_timeout_seconds + 1.0), done);
+    } else {
+      state_cv_.wait(lock, done);
+      exited = true;
+    }
+  }
+  watchdog_->stop();
+  timeline_.stop();
+  if (!exited) {
+    // Stuck inside a collective with a dead peer: abandon the thread (it keeps this object
+    // alive) and leave MPI as it is; the process is expected to exit with the error.
+    background_.detach();
+    record_fatal(Status::aborted("shutdown: the background thread is stuck in a collective"));
+    return fatal_error();
+  }
+  background_.join();
+  sets_.clear();
+  backend_providers_.clear();
+  transport_.reset();  // MPI_Finalize here when korovod initialised MPI
+  return fatal_error();
+}
+
+Status RuntimeImpl::start_timeline(const std::string& path, bool mark_cycles) {
+  if (world_.rank != 0) return Status::ok();
+  return timeline_.start(path, mark_cycles);
+}
+
+}  // namespace korovod

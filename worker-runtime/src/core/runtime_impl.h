@@ -1,0 +1,86 @@
+// The engine behind korovod::Runtime. Owns the providers, the process sets (each with its tensor
+// queue and negotiator), the handle table, the fusion buffer, the timeline, the background
+// thread and the watchdog. Shared with the background thread, so that a thread stuck in a dead
+// collective can be abandoned at shutdown without freeing what it still touches.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/executor.h"
+#include "core/logger.h"
+#include "core/process_set.h"
+#include "core/watchdog.h"
+
+namespace korovod {
+
+class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
+ public:
+  explicit RuntimeImpl(RuntimeOptions options);
+  ~RuntimeImpl();
+  Status start();  // static process sets, background thread, watchdog
+  Status shutdown();
+  bool running() const { return running_.load(); }
+
+  const WorldInfo& world() const { return world_; }
+  const Config& config() const { return config_; }
+  std::string transport_name() const { return transport_name_; }
+  std::vector<std::string> backend_names() const { return backend_names_; }
+
+  Result<std::vector<Handle>> enqueue(std::vector<CollectiveArgs> args);
+  HandleTable& handles() { return handles_; }
+  Status fatal_error() const;
+
+  Result<int> add_process_set(std::vector<int> ranks);
+  Status remove_process_set(int id);
+  ProcessSetTable& process_sets() { return sets_; }
+
+  Status start_timeline(const std::string& path, bool mark_cycles);
+  void stop_timeline() { timeline_.stop(); }
+
+ private:
+  // runtime_impl.cc: the background loop
+  void background_loop();
+  void wait_for_next_cycle(std::chrono::steady_clock::time_point cycle_start);
+  bool run_one_cycle();  // false: leave the loop
+  bool run_set_cycle(ProcessSet& set, bool& stop);
+  void apply_set_change();
+  void drain(const Status& status);
+  void record_fatal(const Status& status);
+  void on_watchdog_timeout();
+  ProcessSetDeps deps();
+  // runtime_enqueue.cc
+  Result<TensorEntry> make_entry(CollectiveArgs& args, const ProcessSet& set, Handle handle, int group_id,
+                                 int group_size);
+
+  const Config config_;
+  const std::shared_ptr<Clock> clock_;
+  Logger log_;
+  // Providers are declared before the process sets so they outlive the channels they made.
+  std::shared_ptr<TransportProvider> transport_;
+  std::vector<std::shared_ptr<BackendProvider>> backend_providers_;
+  const std::vector<std::vector<int>> static_sets_;
+  WorldInfo world_;
+  std::string transport_name_;
+  std::vector<std::string> backend_names_;
+
+  HandleTable handles_;
+  Timeline timeline_;
+  ProcessSetTable sets_;
+  FusionBufferManager fusion_;  // background thread only
+  Executor executor_;           // background thread only
+
+  std::atomic<bool> running_{false};
+  std::atomic<bool> shutdown_requested_{false};
+  mutable std::mutex state_mu_;  // guards fatal_, loop_exited_
+  std::condition_variable state_cv_;  // loop exit, shutdown wake-ups
+  Status fatal_;                 // first background error, resurfaced on every later call
+  bool loop_exited_ = false;
+  std::unique_ptr<Watchdog> watchdog_;
+  std::thread background_;
+};
+
+}  // namespace korovod

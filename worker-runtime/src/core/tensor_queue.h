@@ -1,0 +1,40 @@
+// Per-process-set tensor queue (Horovod's TensorQueue): the table of submitted tensors by name
+// and the requests not yet negotiated. A name already pending is refused.
+#pragma once
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/message.h"
+#include "core/thread_annotations.h"
+#include "korovod/runtime.h"
+
+namespace korovod {
+
+struct TensorEntry {
+  Request request;
+  TensorView input;
+  TensorView output;
+  std::vector<int32_t> splits;
+  OutputAllocator allocator;
+  Handle handle = 0;
+};
+
+class TensorQueue {
+ public:
+  // All or nothing: refuses the batch if any name is pending or repeated within it.
+  Status add(std::vector<TensorEntry> entries);
+  std::vector<Request> pop_requests();
+  std::optional<TensorEntry> take(const std::string& name);
+  std::vector<TensorEntry> take_all();
+
+ private:
+  std::mutex mu_;  // guards table_ and queue_
+  std::unordered_map<std::string, TensorEntry> table_ KOROVOD_GUARDED_BY(mu_);
+  std::vector<Request> queue_ KOROVOD_GUARDED_BY(mu_);
+};
+
+}  // namespace korovod

@@ -1,0 +1,154 @@
+#include "core/timeline.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+namespace korovod {
+namespace {
+
+std::string horovod_dtype_name(DataType dtype) {
+  std::string name(dtype_name(dtype));
+  for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return "HOROVOD_" + name;
+}
+
+}  // namespace
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      out += fmt::format("\\u{:04x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+Timeline::~Timeline() { stop(); }
+
+Status Timeline::start(const std::string& path, bool mark_cycles) {
+  std::lock_guard lock(mu_);
+  close_file();
+  file_ = std::fopen(path.c_str(), "w");
+  if (!file_) return Status::invalid_argument(fmt::format("cannot open timeline file '{}'", path));
+  mark_cycles_ = mark_cycles;
+  start_time_ = clock_.now();
+  pid_of_.clear();
+  pending_.clear();
+  std::fprintf(file_,
+               "[\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": "
+               "{\"start_time_since_epoch_in_micros\": %lld}}\n]",
+               static_cast<long long>(clock_.wall_micros()));
+  std::fflush(file_);
+  return Status::ok();
+}
+
+void Timeline::stop() {
+  std::lock_guard lock(mu_);
+  close_file();
+}
+
+void Timeline::close_file() {
+  if (!file_) return;
+  write_pending();
+  std::fclose(file_);
+  file_ = nullptr;
+}
+
+bool Timeline::active() const {
+  std::lock_guard lock(mu_);
+  return file_ != nullptr;
+}
+
+int64_t Timeline::ts() const {
+  return std::chrono::duration_cast<std::chrono::microseconds>(clock_.now() - start_time_).count();
+}
+
+void Timeline::record(const std::string& name, char phase, const std::string& op_name,
+                      const std::string& args) {
+  auto [it, inserted] = pid_of_.emplace(name, static_cast<int>(pid_of_.size()) + 1);
+  const int pid = it->second;
+  if (inserted) {
+    pending_.push_back(fmt::format(
+        "{{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": {}, \"args\": {{\"name\": \"{}\"}}}}",
+        pid, json_escape(name)));
+    pending_.push_back(fmt::format(
+        "{{\"name\": \"process_sort_index\", \"ph\": \"M\", \"pid\": {}, \"args\": {{\"sort_index\": {}}}}}",
+        pid, pid));
+  }
+  std::string rec = fmt::format("{{\"ph\": \"{}\"", phase);
+  if (phase != 'E') rec += fmt::format(", \"name\": \"{}\"", json_escape(op_name));
+  rec += fmt::format(", \"ts\": {}, \"pid\": {}", ts(), pid);
+  if (phase == 'X') rec += ", \"dur\": 0";
+  if (!args.empty()) rec += ", \"args\": {" + args + "}";
+  pending_.push_back(rec + "}");
+}
+
+void Timeline::negotiate_start(const std::string& name, RequestType type) {
+  std::lock_guard lock(mu_);
+  if (file_) record(name, 'B', "NEGOTIATE_" + std::string(request_type_name(type)));
+}
+
+void Timeline::negotiate_rank_ready(const std::string& name, int rank) {
+  std::lock_guard lock(mu_);
+  if (file_) record(name, 'X', std::to_string(rank));
+}
+
+void Timeline::negotiate_end(const std::string& name) {
+  std::lock_guard lock(mu_);
+  if (file_) record(name, 'E', "");
+}
+
+void Timeline::op_start(const std::string& name, ResponseType type) {
+  std::lock_guard lock(mu_);
+  if (file_) record(name, 'B', std::string(response_type_name(type)));
+}
+
+void Timeline::activity_start(const std::string& name, const std::string& activity) {
+  std::lock_guard lock(mu_);
+  if (file_) record(name, 'B', activity);
+}
+
+void Timeline::activity_end(const std::string& name) {
+  std::lock_guard lock(mu_);
+  if (file_) record(name, 'E', "");
+}
+
+void Timeline::op_end(const std::string& name, DataType dtype, const std::vector<int64_t>& shape) {
+  std::lock_guard lock(mu_);
+  if (!file_) return;
+  std::string dims;
+  for (size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
+  record(name, 'E', "",
+         fmt::format("\"dtype\": \"{}\", \"shape\": \"[{}]\"", horovod_dtype_name(dtype), dims));
+}
+
+void Timeline::mark_cycle() {
+  std::lock_guard lock(mu_);
+  if (!file_ || !mark_cycles_) return;
+  pending_.push_back(fmt::format("{{\"name\": \"CYCLE_START\", \"ph\": \"i\", \"ts\": {}, \"s\": \"g\"}}", ts()));
+}
+
+void Timeline::flush() {
+  std::lock_guard lock(mu_);
+  write_pending();
+}
+
+void Timeline::write_pending() {
+  if (!file_ || pending_.empty()) return;
+  std::fseek(file_, -2, SEEK_END);  // back over "\n]"
+  std::string out;
+  for (const auto& rec : pending_) out += ",\n" + rec;
+  out += "\n]";
+  std::fwrite(out.data(), 1, out.size(), file_);
+  std::fflush(file_);
+  pending_.clear();
+}
+
+}  // namespace korovod

@@ -1,0 +1,142 @@
+#include "transport/mpi/mpi_context.h"
+
+#include <fmt/format.h>
+
+#include "kernels/kernels.h"
+
+namespace korovod::mpi {
+namespace {
+
+// MPI user functions carry no state, so each (dtype, op) pair is its own instantiation.
+template <DataType D, ReduceOp O>
+void half_reduce(void* in, void* inout, int* len, MPI_Datatype*) {
+  kernels::reduce_into(D, O, inout, in, *len);
+}
+
+template <DataType D>
+void create_ops_for(MPI_Op (&ops)[4]) {
+  MPI_Op_create(&half_reduce<D, ReduceOp::kSum>, 1, &ops[0]);
+  MPI_Op_create(&half_reduce<D, ReduceOp::kMin>, 1, &ops[1]);
+  MPI_Op_create(&half_reduce<D, ReduceOp::kMax>, 1, &ops[2]);
+  MPI_Op_create(&half_reduce<D, ReduceOp::kProduct>, 1, &ops[3]);
+}
+
+int op_index(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMin: return 1;
+    case ReduceOp::kMax: return 2;
+    case ReduceOp::kProduct: return 3;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+Status mpi_status(int code, const char* what) {
+  if (code == MPI_SUCCESS) return Status::ok();
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return Status::unknown(fmt::format("{} failed: {}", what, std::string(text, len)));
+}
+
+Result<std::shared_ptr<MpiContext>> MpiContext::create(const MPI_Comm* comm, bool threads_disable) {
+  std::shared_ptr<MpiContext> ctx(new MpiContext());
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    const int required = threads_disable ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE;
+    KOROVOD_RETURN_IF_ERROR(mpi_status(MPI_Init_thread(nullptr, nullptr, required, &ctx->provided_), "MPI_Init_thread"));
+    ctx->we_initialized_ = true;
+  } else {
+    MPI_Query_thread(&ctx->provided_);
+  }
+  if (ctx->provided_ < MPI_THREAD_SERIALIZED) {
+    return Status::unknown("MPI provides less than MPI_THREAD_SERIALIZED; korovod's background thread needs it");
+  }
+  KOROVOD_RETURN_IF_ERROR(mpi_status(MPI_Comm_dup(comm ? *comm : MPI_COMM_WORLD, &ctx->comm_), "MPI_Comm_dup"));
+  MPI_Comm_set_errhandler(ctx->comm_, MPI_ERRORS_RETURN);
+  KOROVOD_RETURN_IF_ERROR(ctx->init_topology());
+  ctx->create_half_ops();
+  return ctx;
+}
+
+Status MpiContext::init_topology() {
+  MPI_Comm_rank(comm_, &info_.rank);
+  MPI_Comm_size(comm_, &info_.size);
+  MPI_Comm local, cross;
+  KOROVOD_RETURN_IF_ERROR(mpi_status(
+      MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, info_.rank, MPI_INFO_NULL, &local), "MPI_Comm_split_type"));
+  MPI_Comm_rank(local, &info_.local_rank);
+  MPI_Comm_size(local, &info_.local_size);
+  KOROVOD_RETURN_IF_ERROR(mpi_status(MPI_Comm_split(comm_, info_.local_rank, info_.rank, &cross), "MPI_Comm_split"));
+  MPI_Comm_rank(cross, &info_.cross_rank);
+  MPI_Comm_size(cross, &info_.cross_size);
+  int sizes[2] = {info_.local_size, -info_.local_size};
+  MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, comm_);
+  info_.homogeneous = sizes[0] == -sizes[1];
+  MPI_Comm_free(&local);
+  MPI_Comm_free(&cross);
+  return Status::ok();
+}
+
+void MpiContext::create_half_ops() {
+  create_ops_for<DataType::kFloat16>(half_ops_[0]);
+  create_ops_for<DataType::kBFloat16>(half_ops_[1]);
+}
+
+MpiContext::~MpiContext() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  for (auto& row : half_ops_) {
+    for (auto& op : row) {
+      if (op != MPI_OP_NULL) MPI_Op_free(&op);
+    }
+  }
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (we_initialized_) MPI_Finalize();
+}
+
+Result<MPI_Comm> MpiContext::create_subcomm(const std::vector<int>& ranks, int tag) const {
+  MPI_Group world_group, group;
+  MPI_Comm_group(comm_, &world_group);
+  MPI_Group_incl(world_group, static_cast<int>(ranks.size()), ranks.data(), &group);
+  MPI_Comm sub = MPI_COMM_NULL;
+  int rc = MPI_Comm_create_group(comm_, group, tag, &sub);
+  MPI_Group_free(&group);
+  MPI_Group_free(&world_group);
+  KOROVOD_RETURN_IF_ERROR(mpi_status(rc, "MPI_Comm_create_group"));
+  MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+  return sub;
+}
+
+MPI_Datatype MpiContext::datatype(DataType dtype) const {
+  switch (dtype) {
+    case DataType::kUInt8: case DataType::kBool: return MPI_UINT8_T;
+    case DataType::kInt8: return MPI_INT8_T;
+    case DataType::kUInt16: case DataType::kFloat16: case DataType::kBFloat16: return MPI_UINT16_T;
+    case DataType::kInt16: return MPI_INT16_T;
+    case DataType::kInt32: return MPI_INT32_T;
+    case DataType::kInt64: return MPI_INT64_T;
+    case DataType::kFloat32: return MPI_FLOAT;
+    case DataType::kFloat64: return MPI_DOUBLE;
+  }
+  return MPI_BYTE;
+}
+
+MPI_Op MpiContext::op(DataType dtype, ReduceOp op) const {
+  if (dtype == DataType::kFloat16) return half_ops_[0][op_index(op)];
+  if (dtype == DataType::kBFloat16) return half_ops_[1][op_index(op)];
+  if (dtype == DataType::kBool) {
+    return op == ReduceOp::kProduct || op == ReduceOp::kMin ? MPI_MIN : MPI_MAX;  // and / or
+  }
+  switch (op) {
+    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kMax: return MPI_MAX;
+    case ReduceOp::kProduct: return MPI_PROD;
+    default: return MPI_SUM;
+  }
+}
+
+}  // namespace korovod::mpi

@@ -1,0 +1,41 @@
+#include <fmt/format.h>
+
+#include "korovod/mpi.h"
+#include "transport/mpi/mpi_providers.h"
+
+namespace korovod {
+
+bool mpi_built() { return true; }
+
+bool mpi_threads_supported() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) return false;
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  return provided == MPI_THREAD_MULTIPLE;
+}
+
+Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
+                                           std::vector<std::vector<int>> process_sets) {
+  Result<std::shared_ptr<mpi::MpiContext>> ctx =
+      mpi::MpiContext::create(static_cast<const MPI_Comm*>(mpi_comm), config.mpi_threads_disable);
+  if (!ctx.is_ok()) return ctx.status();
+  RuntimeOptions options;
+  options.config = std::move(config);
+  options.transport = std::make_shared<mpi::MpiTransportProvider>(*ctx);
+  options.backends.push_back(std::make_shared<mpi::MpiBackendProvider>(*ctx));
+  options.process_sets = std::move(process_sets);
+  return options;
+}
+
+Result<std::unique_ptr<Runtime>> init_mpi_runtime(std::vector<std::vector<int>> process_sets,
+                                                  const void* mpi_comm) {
+  Result<Config> config = parse_config(process_environment());
+  if (!config.is_ok()) return config.status();
+  Result<RuntimeOptions> options = mpi_runtime_options(std::move(config).value(), mpi_comm, std::move(process_sets));
+  if (!options.is_ok()) return options.status();
+  return Runtime::create(std::move(options).value());
+}
+
+}  // namespace korovod

@@ -1,0 +1,115 @@
+// Config parsing (KOROVOD_* with HOROVOD_* aliases) and the timeline writer's JSON.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "core/timeline.h"
+#include "korovod/config.h"
+
+namespace korovod {
+namespace {
+
+TEST(Config, DefaultsMatchHorovod) {
+  Result<Config> c = parse_config({});
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_EQ(c->fusion_threshold_bytes, 128ll * 1024 * 1024);
+  EXPECT_EQ(c->cycle_time_ms, 1.0);
+  EXPECT_EQ(c->cache_capacity, 1024);
+  EXPECT_EQ(c->stall_warning_seconds, 60.0);
+  EXPECT_EQ(c->stall_shutdown_seconds, 0.0);
+  EXPECT_EQ(c->log_level, LogLevel::kWarning);
+  EXPECT_TRUE(c->stall_check_enabled);
+}
+
+TEST(Config, HorovodAliasesAreReadAndKorovodNamesWin) {
+  Result<Config> c = parse_config({{"HOROVOD_FUSION_THRESHOLD", "1024"},
+                                   {"HOROVOD_CYCLE_TIME", "2.5"},
+                                   {"KOROVOD_CYCLE_TIME", "0.5"},
+                                   {"HOROVOD_CACHE_CAPACITY", "0"},
+                                   {"HOROVOD_TIMELINE", "/tmp/t.json"},
+                                   {"HOROVOD_TIMELINE_MARK_CYCLES", "1"},
+                                   {"HOROVOD_STALL_CHECK_DISABLE", "true"},
+                                   {"KOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "5"},
+                                   {"HOROVOD_LOG_LEVEL", "debug"},
+                                   {"HOROVOD_THREAD_AFFINITY", "0,1,3"},
+                                   {"KOROVOD_COLLECTIVE_TIMEOUT_SECONDS", "7"}});
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->fusion_threshold_bytes, 1024);
+  EXPECT_EQ(c->cycle_time_ms, 0.5);
+  EXPECT_EQ(c->cache_capacity, 0);
+  EXPECT_EQ(c->timeline_path, "/tmp/t.json");
+  EXPECT_TRUE(c->timeline_mark_cycles);
+  EXPECT_FALSE(c->stall_check_enabled);
+  EXPECT_EQ(c->stall_shutdown_seconds, 5.0);
+  EXPECT_EQ(c->log_level, LogLevel::kDebug);
+  EXPECT_EQ(c->thread_affinity, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(c->collective_timeout_seconds, 7.0);
+}
+
+TEST(Config, MalformedValueIsAnErrorNamingTheVariable) {
+  Result<Config> c = parse_config({{"HOROVOD_FUSION_THRESHOLD", "64MB"}});
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("HOROVOD_FUSION_THRESHOLD"), std::string::npos);
+  EXPECT_FALSE(parse_config({{"KOROVOD_LOG_LEVEL", "LOUD"}}).is_ok());
+  EXPECT_FALSE(parse_config({{"KOROVOD_THREAD_AFFINITY", "1,,2"}}).is_ok());
+  EXPECT_FALSE(parse_config({{"KOROVOD_CYCLE_TIME", "-1"}}).is_ok());
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Timeline, FileIsValidJsonAfterEveryFlushWithHorovodRecords) {
+  SystemClock clock;
+  Timeline tl(clock);
+  const std::string path = ::testing::TempDir() + "/korovod_timeline_test.json";
+  ASSERT_TRUE(tl.start(path, /*mark_cycles=*/true).is_ok());
+  auto first = nlohmann::json::parse(slurp(path));
+  ASSERT_TRUE(first.is_array());
+  EXPECT_EQ(first[0]["name"], "process_name");
+  EXPECT_TRUE(first[0]["args"].contains("start_time_since_epoch_in_micros"));
+
+  tl.mark_cycle();
+  tl.negotiate_start("grad \"w\"", RequestType::kAllreduce);
+  tl.negotiate_rank_ready("grad \"w\"", 1);
+  tl.negotiate_end("grad \"w\"");
+  tl.flush();
+  auto mid = nlohmann::json::parse(slurp(path));  // valid while running
+  tl.op_start("grad \"w\"", ResponseType::kAllreduce);
+  tl.activity_start("grad \"w\"", "MPI_ALLREDUCE");
+  tl.activity_end("grad \"w\"");
+  tl.op_end("grad \"w\"", DataType::kBFloat16, {2, 3});
+  tl.stop();
+  auto all = nlohmann::json::parse(slurp(path));
+  EXPECT_GT(all.size(), mid.size());
+  std::vector<std::string> names;
+  for (const auto& rec : all) {
+    if (rec.contains("name")) names.push_back(rec["name"]);
+  }
+  auto has = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  EXPECT_TRUE(has("CYCLE_START"));
+  EXPECT_TRUE(has("NEGOTIATE_ALLREDUCE"));
+  EXPECT_TRUE(has("process_sort_index"));
+  EXPECT_TRUE(has("ALLREDUCE"));
+  EXPECT_TRUE(has("MPI_ALLREDUCE"));
+  EXPECT_TRUE(has("1"));  // the per-rank ready tick
+  const auto& last = all.back();
+  EXPECT_EQ(last["ph"], "E");
+  EXPECT_EQ(last["args"]["dtype"], "HOROVOD_BFLOAT16");
+  EXPECT_EQ(last["args"]["shape"], "[2, 3]");
+  bool named = false;
+  for (const auto& rec : all) {
+    if (rec.value("name", "") == "process_name" && rec["pid"] == 1) named = rec["args"]["name"] == "grad \"w\"";
+  }
+  EXPECT_TRUE(named);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace korovod

@@ -1,0 +1,249 @@
+// The whole engine (Runtime) with N ranks as N threads over the fake transport: collectives,
+// fusion, errors to every rank, stalls, a dead rank, join and process sets -- no MPI needed.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <numeric>
+
+#include "korovod/runtime.h"
+#include "test_ranks.h"
+#include "transport/fake/fake_world.h"
+
+namespace korovod {
+namespace {
+
+using testing::run_ranks;
+
+Config fast_config() {
+  Config c;
+  c.cycle_time_ms = 0.5;
+  c.log_level = LogLevel::kFatal;
+  c.collective_timeout_seconds = 5;
+  return c;
+}
+
+std::unique_ptr<Runtime> make_runtime(std::shared_ptr<fake::FakeWorld> world, int rank, Config config,
+                                      std::vector<std::vector<int>> sets = {}) {
+  RuntimeOptions o;
+  o.config = config;
+  o.transport = std::make_shared<fake::FakeTransportProvider>(world, rank);
+  o.backends.push_back(std::make_shared<fake::FakeBackendProvider>(world, rank));
+  o.process_sets = std::move(sets);
+  Result<std::unique_ptr<Runtime>> rt = Runtime::create(std::move(o));
+  EXPECT_TRUE(rt.is_ok()) << rt.status().to_string();
+  return rt.is_ok() ? std::move(rt).value() : nullptr;
+}
+
+TensorView f32(std::vector<float>& v, std::vector<int64_t> shape = {}) {
+  if (shape.empty()) shape = {static_cast<int64_t>(v.size())};
+  return TensorView{v.data(), DataType::kFloat32, shape, kCpuDevice};
+}
+
+TEST(Engine, AllreduceOpsAcrossSizesIncludingEmpty) {
+  const int n = 3;
+  auto world = std::make_shared<fake::FakeWorld>(n);
+  run_ranks(n, [&](int rank) {
+    auto rt = make_runtime(world, rank, fast_config());
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+      for (int count : {0, 1, 7}) {
+        std::vector<float> in(count, static_cast<float>(rank + 1)), out(count, -1);
+        auto h = rt->allreduce("t" + std::to_string(count), f32(in), f32(out), op);
+        ASSERT_TRUE(h.is_ok()) << h.status().to_string();
+        ASSERT_TRUE(rt->wait(*h).is_ok());
+        const float expect[] = {2.f, 6.f, 0, 1.f, 3.f, 6.f};  // by ReduceOp value: avg, sum, -, min, max, prod
+        for (float v : out) ASSERT_FLOAT_EQ(v, expect[static_cast<int>(op)]) << reduce_op_name(op);
+      }
+    }
+    EXPECT_TRUE(rt->shutdown().is_ok());
+  });
+}
+
+TEST(Engine, GroupedAllreduceFusesAndRunsCallbacksAndScales) {
+  const int n = 2;
+  auto world = std::make_shared<fake::FakeWorld>(n);
+  run_ranks(n, [&](int rank) {
+    auto rt = make_runtime(world, rank, fast_config());
+    std::vector<std::vector<float>> ins(20, std::vector<float>(5, 1.f + rank)), outs(20, std::vector<float>(5));
+    std::vector<std::string> names;
+    std::vector<TensorView> iv, ov;
+    for (int i = 0; i < 20; ++i) {
+      names.push_back("g" + std::to_string(i));
+      iv.push_back(f32(ins[i]));
+      ov.push_back(f32(outs[i]));
+    }
+    auto hs = rt->grouped_allreduce(names, iv, ov, ReduceOp::kSum, /*prescale=*/2.0, /*postscale=*/0.5);
+    ASSERT_TRUE(hs.is_ok());
+    for (Handle h : *hs) ASSERT_TRUE(rt->wait(h).is_ok());
+    for (auto& o : outs) for (float v : o) ASSERT_FLOAT_EQ(v, 3.f);  // (1+2)*2*0.5
+    std::atomic<int> called{0};
+    CollectiveArgs a;
+    a.name = "cb";
+    a.input = f32(ins[0]);
+    a.output = f32(outs[0]);
+    a.op = ReduceOp::kSum;
+    a.on_done = [&](const Status& s) { if (s.is_ok()) ++called; };
+    auto h = rt->enqueue(std::move(a));
+    ASSERT_TRUE(h.is_ok());
+    while (!*rt->poll(*h)) std::this_thread::yield();
+    EXPECT_EQ(called.load(), 1);
+    EXPECT_TRUE(rt->shutdown().is_ok());
+  });
+}
+
+TEST(Engine, DuplicatePendingNameIsRefused) {
+  auto world = std::make_shared<fake::FakeWorld>(2);
+  run_ranks(2, [&](int rank) {
+    auto rt = make_runtime(world, rank, fast_config());
+    std::vector<float> a(1), b(1);
+    auto h1 = rt->allreduce("dup", f32(a), f32(a));
+    auto h2 = rt->allreduce("dup", f32(b), f32(b));
+    ASSERT_TRUE(h1.is_ok());
+    ASSERT_FALSE(h2.is_ok());
+    EXPECT_NE(h2.status().message().find("DUPLICATE_NAME"), std::string::npos);
+    EXPECT_TRUE(rt->wait(*h1).is_ok());
+    EXPECT_TRUE(rt->shutdown().is_ok());
+  });
+}
+
+TEST(Engine, DtypeMismatchErrorReachesEveryRankNamingTensorAndRanks) {
+  const int n = 3;
+  auto world = std::make_shared<fake::FakeWorld>(n);
+  run_ranks(n, [&](int rank) {
+    auto rt = make_runtime(world, rank, fast_config());
+    std::vector<double> buf(4);
+    TensorView v{buf.data(), rank == 2 ? DataType::kFloat64 : DataType::kFloat32, {2}, kCpuDevice};
+    auto h = rt->allreduce("mixed", v, v);
+    ASSERT_TRUE(h.is_ok());
+    Status s = rt->wait(*h);
+    EXPECT_EQ(s.code(), StatusCode::kPreconditionError);
+    EXPECT_NE(s.message().find("Mismatched data types for tensor 'mixed'"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("ranks [0, 1] sent float32, ranks [2] sent float64"), std::string::npos);
+    EXPECT_TRUE(rt->shutdown().is_ok());
+  });
+}
+
+TEST(Engine, RankThatNeverSubmitsFailsOthersWithinStallShutdownTime) {
+  auto world = std::make_shared<fake::FakeWorld>(2);
+  Config c = fast_config();
+  c.stall_warning_seconds = 0.1;
+  c.stall_shutdown_seconds = 0.3;
+  run_ranks(2, [&](int rank) {
+    auto rt = make_runtime(world, rank, c);
+    if (rank == 0) {
+      std::vector<float> x(2);
+      auto start = std::chrono::steady_clock::now();
+      auto h = rt->allreduce("lonely", f32(x), f32(x));
+      Status s = rt->wait(*h);
+      double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      EXPECT_EQ(s.code(), StatusCode::kPreconditionError);
+      EXPECT_NE(s.message().find("'lonely' stalled: ranks [1]"), std::string::npos) << s.message();
+      EXPECT_LT(waited, 2.0);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    }
+    EXPECT_TRUE(rt->shutdown().is_ok());
+  });
+}
+
+TEST(Engine, DeadRankMakesOthersFailWithinCollectiveTimeout) {
+  auto world = std::make_shared<fake::FakeWorld>(3, std::chrono::seconds(60));
+  Config c = fast_config();
+  c.collective_timeout_seconds = 0.5;
+  std::vector<std::unique_ptr<Runtime>> keep(3);
+  run_ranks(3, [&](int rank) {
+    keep[rank] = make_runtime(world, rank, c);
+    auto& rt = keep[rank];
+    std::vector<float> x(2, 1);
+    ASSERT_TRUE(rt->wait(*rt->allreduce("before", f32(x), f32(x))).is_ok());
+    if (rank == 2) {
+      world->kill(2);  // its engine stops taking part; the others hang in a collective
+      return;
+    }
+    auto start = std::chrono::steady_clock::now();
+    auto h = rt->allreduce("after", f32(x), f32(x));
+    Status s = h.is_ok() ? rt->wait(*h) : h.status();
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(s.code(), StatusCode::kAborted) << s.to_string();
+    EXPECT_LT(waited, 3.0);
+    EXPECT_FALSE(rt->allreduce("later", f32(x), f32(x)).is_ok());  // resurfaced on the next call
+  });
+  for (auto& rt : keep) (void)rt->shutdown();
+}
+
+TEST(Engine, AllgatherBroadcastAlltoallReducescatterJoin) {
+  const int n = 3;
+  auto world = std::make_shared<fake::FakeWorld>(n);
+  run_ranks(n, [&](int rank) {
+    auto rt = make_runtime(world, rank, fast_config());
+    std::vector<float> rows(rank + 1, static_cast<float>(rank));  // dim0 = rank + 1
+    auto g = rt->allgather("ag", f32(rows, {rank + 1, 1}));
+    ASSERT_TRUE(rt->wait(*g).is_ok());
+    OpOutput go = *rt->output(*g);
+    EXPECT_EQ(go.shape, (std::vector<int64_t>{6, 1}));
+    EXPECT_EQ(static_cast<float*>(go.data)[5], 2.f);
+
+    std::vector<float> b(3, static_cast<float>(rank));
+    ASSERT_TRUE(rt->wait(*rt->broadcast("bc", f32(b), /*root=*/1)).is_ok());
+    EXPECT_EQ(b, std::vector<float>(3, 1.f));
+
+    std::vector<float> send(4, static_cast<float>(rank));
+    std::vector<int32_t> splits = {2, 1, 1};
+    auto a = rt->alltoall("a2a", f32(send), splits);
+    ASSERT_TRUE(rt->wait(*a).is_ok());
+    OpOutput ao = *rt->output(*a);
+    EXPECT_EQ(ao.received_splits, (std::vector<int32_t>(3, rank == 0 ? 2 : 1)));
+
+    std::vector<float> rs(7, 1.f);  // 7 rows over 3 ranks: 3, 2, 2
+    auto r = rt->reducescatter("rs", f32(rs, {7}), ReduceOp::kSum);
+    ASSERT_TRUE(rt->wait(*r).is_ok());
+    OpOutput ro = *rt->output(*r);
+    EXPECT_EQ(ro.shape[0], rank == 0 ? 3 : 2);
+    EXPECT_EQ(static_cast<float*>(ro.data)[0], 3.f);
+
+    // Rank 0 joins early; ranks 1 and 2 still allreduce (rank 0 contributes zeros).
+    if (rank == 0) {
+      auto j = rt->join();
+      ASSERT_TRUE(rt->wait(*j).is_ok());
+      EXPECT_EQ(rt->output(*j)->last_joined_rank, 2);
+    } else {
+      std::vector<float> x(2, 3.f);
+      ASSERT_TRUE(rt->wait(*rt->allreduce("during_join", f32(x), f32(x), ReduceOp::kAverage)).is_ok());
+      EXPECT_FLOAT_EQ(x[0], 2.f);  // (0 + 3 + 3) / 3
+      if (rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      ASSERT_TRUE(rt->wait(*rt->join()).is_ok());
+    }
+    EXPECT_TRUE(rt->shutdown().is_ok());
+  });
+}
+
+TEST(Engine, StaticAndDynamicProcessSets) {
+  const int n = 3;
+  auto world = std::make_shared<fake::FakeWorld>(n);
+  Config c = fast_config();
+  c.dynamic_process_sets = true;
+  run_ranks(n, [&](int rank) {
+    auto rt = make_runtime(world, rank, c, {{0, 2}});
+    EXPECT_EQ(rt->process_set_ids(), (std::vector<int>{0, 1}));
+    std::vector<float> x(1, static_cast<float>(rank));
+    if (rank != 1) {
+      ASSERT_TRUE(rt->wait(*rt->allreduce("ps", f32(x), f32(x), ReduceOp::kSum, 1, 1, 1)).is_ok());
+      EXPECT_EQ(x[0], 2.f);
+    } else {
+      EXPECT_FALSE(rt->allreduce("ps", f32(x), f32(x), ReduceOp::kSum, 1, 1, 1).is_ok());
+    }
+    Result<int> id = rt->add_process_set({1, 2});
+    ASSERT_TRUE(id.is_ok()) << id.status().to_string();
+    EXPECT_EQ(*id, 2);
+    if (rank != 0) {
+      std::vector<float> y(1, 1.f);
+      ASSERT_TRUE(rt->wait(*rt->allreduce("dyn", f32(y), f32(y), ReduceOp::kSum, 1, 1, *id)).is_ok());
+      EXPECT_EQ(y[0], 2.f);
+    }
+    EXPECT_TRUE(rt->remove_process_set(*id).is_ok());
+    EXPECT_EQ(rt->process_set_ids(), (std::vector<int>{0, 1}));
+    EXPECT_TRUE(rt->shutdown().is_ok());
+  });
+}
+
+}  // namespace
+}  // namespace korovod

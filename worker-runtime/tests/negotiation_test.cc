@@ -1,0 +1,251 @@
+// Response cache, fusion planning, messages, ConstructResponse and the negotiation cycle with
+// N threads as N ranks over the fake transport.
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "core/fusion.h"
+#include "core/negotiator.h"
+#include "core/response_builder.h"
+#include "test_ranks.h"
+#include "transport/fake/fake_world.h"
+
+namespace korovod {
+namespace {
+
+using testing::run_ranks;
+
+Request allreduce_request(const std::string& name, std::vector<int64_t> shape,
+                          DataType dtype = DataType::kFloat32) {
+  Request r;
+  r.type = RequestType::kAllreduce;
+  r.name = name;
+  r.shape = std::move(shape);
+  r.dtype = dtype;
+  return r;
+}
+
+Response allreduce_response(const std::string& name, int64_t numel, DataType dtype = DataType::kFloat32) {
+  Response r;
+  r.type = ResponseType::kAllreduce;
+  r.names = {name};
+  r.sizes = {numel};
+  r.shapes = {{numel}};
+  r.dtype = dtype;
+  return r;
+}
+
+TEST(ResponseCache, HitMissInvalidAndLruEviction) {
+  ResponseCache cache(2);
+  Request a = allreduce_request("a", {4});
+  EXPECT_EQ(cache.lookup(a).state, ResponseCache::State::kMiss);
+  cache.put(allreduce_response("a", 4), a);
+  EXPECT_EQ(cache.lookup(a).state, ResponseCache::State::kHit);
+  Request a_other = allreduce_request("a", {5});
+  EXPECT_EQ(cache.lookup(a_other).state, ResponseCache::State::kInvalid);
+  cache.put(allreduce_response("b", 1), allreduce_request("b", {1}));
+  cache.touch(cache.lookup(a).bit);  // b is now least recently used
+  cache.put(allreduce_response("c", 1), allreduce_request("c", {1}));
+  EXPECT_EQ(cache.lookup(allreduce_request("b", {1})).state, ResponseCache::State::kMiss);
+  EXPECT_EQ(cache.lookup(a).state, ResponseCache::State::kHit);
+  EXPECT_EQ(cache.size(), 2);
+}
+
+TEST(Fusion, FusesMatchingAllreducesUpToThresholdWithLookAhead) {
+  std::vector<Response> in = {allreduce_response("a", 10), allreduce_response("h", 10, DataType::kFloat16),
+                              allreduce_response("b", 10), allreduce_response("big", 100),
+                              allreduce_response("c", 5)};
+  Response bcast = allreduce_response("x", 1);
+  bcast.type = ResponseType::kBroadcast;
+  in.push_back(bcast);
+  std::vector<Response> out = fuse_responses(in, /*threshold_bytes=*/100);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].names, (std::vector<std::string>{"a", "b", "c"}));  // 100 bytes exactly
+  EXPECT_EQ(out[0].sizes, (std::vector<int64_t>{10, 10, 5}));
+  EXPECT_EQ(out[1].names, (std::vector<std::string>{"h"}));
+  EXPECT_EQ(out[2].names, (std::vector<std::string>{"big"}));
+  EXPECT_EQ(out[3].type, ResponseType::kBroadcast);
+}
+
+TEST(Fusion, ThresholdZeroDisablesFusionAndScalesMustMatch) {
+  Response scaled = allreduce_response("s", 1);
+  scaled.prescale = 2.0;
+  EXPECT_EQ(fuse_responses({allreduce_response("a", 1), allreduce_response("b", 1)}, 0).size(), 2u);
+  EXPECT_EQ(fuse_responses({allreduce_response("a", 1), scaled}, 1 << 20).size(), 2u);
+}
+
+TEST(Messages, RequestAndResponseListsRoundTrip) {
+  RequestList rl;
+  rl.shutdown = true;
+  rl.requests.push_back(allreduce_request("grad/w:0", {3, 4}, DataType::kBFloat16));
+  rl.requests[0].prescale = 0.5;
+  Result<RequestList> back = parse_request_list(serialize(rl));
+  ASSERT_TRUE(back.is_ok());
+  EXPECT_TRUE(back->shutdown);
+  EXPECT_TRUE(same_parameters(back->requests[0], rl.requests[0]));
+  EXPECT_EQ(back->requests[0].name, "grad/w:0");
+  ResponseList resp;
+  resp.responses.push_back(error_response("x", "boom"));
+  resp.joined_count = 2;
+  Result<ResponseList> rback = parse_response_list(serialize(resp));
+  ASSERT_TRUE(rback.is_ok());
+  EXPECT_EQ(rback->responses[0].error, "boom");
+  EXPECT_EQ(rback->joined_count, 2);
+  EXPECT_FALSE(parse_response_list(serialize(resp).substr(0, 7)).is_ok());
+}
+
+TEST(BuildResponse, MismatchedShapeNamesTensorAndRanks) {
+  std::vector<std::optional<Request>> by_rank = {allreduce_request("t", {2}), allreduce_request("t", {3}),
+                                                 allreduce_request("t", {2})};
+  Response r = build_response("t", by_rank, {0, 1, 2});
+  ASSERT_EQ(r.type, ResponseType::kError);
+  EXPECT_NE(r.error.find("Mismatched shapes for tensor 't'"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("ranks [0, 2] sent [2]"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("ranks [1] sent [3]"), std::string::npos) << r.error;
+}
+
+TEST(BuildResponse, AllgatherAllowsDifferentDim0AndRecordsIt) {
+  Request a = allreduce_request("g", {2, 3});
+  a.type = RequestType::kAllgather;
+  Request b = a;
+  b.shape = {5, 3};
+  Response r = build_response("g", {a, b}, {0, 1});
+  ASSERT_EQ(r.type, ResponseType::kAllgather) << r.error;
+  EXPECT_EQ(r.sizes, (std::vector<int64_t>{2, 5}));
+  b.shape = {5, 4};
+  EXPECT_EQ(build_response("g", {a, b}, {0, 1}).type, ResponseType::kError);
+}
+
+// ---- the negotiation cycle over the fake transport ----
+
+struct Cluster {
+  explicit Cluster(int n) : world(std::make_shared<fake::FakeWorld>(n, std::chrono::seconds(10))) {}
+  std::shared_ptr<fake::FakeWorld> world;
+  SystemClock clock;
+  Logger log{LogLevel::kError, true, nullptr};
+};
+
+std::vector<int> iota_ranks(int n) {
+  std::vector<int> r(n);
+  for (int i = 0; i < n; ++i) r[i] = i;
+  return r;
+}
+
+TEST(Negotiator, SteadyStateUsesOnlyTheBitVectorFastPath) {
+  const int n = 4;
+  Cluster c(n);
+  std::mutex mu;
+  std::vector<std::vector<bool>> slow_paths(n);
+  run_ranks(n, [&](int rank) {
+    auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
+    Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
+    for (int step = 0; step < 3; ++step) {
+      CycleInput in;
+      in.requests = {allreduce_request("a", {4}), allreduce_request("b", {2})};
+      Result<CycleOutput> out = neg.run_cycle(in);
+      ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+      ASSERT_EQ(out->responses.size(), 2u);
+      std::lock_guard lock(mu);
+      slow_paths[rank].push_back(out->used_slow_path);
+    }
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(slow_paths[r], (std::vector<bool>{true, false, false})) << r;
+}
+
+TEST(Negotiator, TensorIsReadyOnlyWhenEveryRankSubmittedIt) {
+  const int n = 3;
+  Cluster c(n);
+  run_ranks(n, [&](int rank) {
+    auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
+    Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
+    CycleInput first;
+    if (rank != 2) first.requests = {allreduce_request("late", {1})};
+    Result<CycleOutput> out = neg.run_cycle(first);
+    ASSERT_TRUE(out.is_ok());
+    EXPECT_TRUE(out->responses.empty());
+    CycleInput second;
+    if (rank == 2) second.requests = {allreduce_request("late", {1})};
+    out = neg.run_cycle(second);
+    ASSERT_TRUE(out.is_ok());
+    ASSERT_EQ(out->responses.size(), 1u);
+    EXPECT_EQ(out->responses[0].names[0], "late");
+  });
+}
+
+TEST(Negotiator, CachedTensorWithNewShapeIsInvalidatedEverywhereAndErrorsOnMismatch) {
+  const int n = 2;
+  Cluster c(n);
+  run_ranks(n, [&](int rank) {
+    auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
+    Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
+    ASSERT_TRUE(neg.run_cycle({{allreduce_request("t", {4})}, false, false}).is_ok());
+    // Rank 1 now sends another shape: a cache INVALID on rank 1, a HIT on rank 0.
+    Result<CycleOutput> out = neg.run_cycle({{allreduce_request("t", {rank == 1 ? 5 : 4})}, false, false});
+    ASSERT_TRUE(out.is_ok());
+    ASSERT_EQ(out->responses.size(), 1u);
+    EXPECT_EQ(out->responses[0].type, ResponseType::kError);
+    EXPECT_NE(out->responses[0].error.find("ranks [1] sent [5]"), std::string::npos);
+    EXPECT_EQ(neg.cache().size(), 0);
+  });
+}
+
+TEST(Negotiator, ShutdownOnOneRankStopsAll) {
+  const int n = 3;
+  Cluster c(n);
+  run_ranks(n, [&](int rank) {
+    auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
+    Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
+    Result<CycleOutput> out = neg.run_cycle({{}, rank == 1, false});
+    ASSERT_TRUE(out.is_ok());
+    EXPECT_TRUE(out->shutdown);
+  });
+}
+
+TEST(Negotiator, StallShutdownFailsTensorNamingMissingRank) {
+  const int n = 2;
+  Cluster c(n);
+  run_ranks(n, [&](int rank) {
+    auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
+    StallOptions stall{true, 0.05, 0.2};
+    Negotiator neg(*channel, {iota_ranks(n), 16, stall}, c.clock, c.log, nullptr);
+    CycleInput in;
+    if (rank == 0) in.requests = {allreduce_request("only0", {1})};
+    std::optional<Response> error;
+    for (int i = 0; i < 100 && !error; ++i) {
+      Result<CycleOutput> out = neg.run_cycle(i == 0 ? in : CycleInput{});
+      ASSERT_TRUE(out.is_ok());
+      if (!out->responses.empty()) error = out->responses[0];
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(error.has_value());
+    EXPECT_EQ(error->type, ResponseType::kError);
+    EXPECT_NE(error->error.find("'only0' stalled: ranks [1]"), std::string::npos) << error->error;
+  });
+}
+
+TEST(Negotiator, JoinedRankLetsOthersProceedAndJoinCompletesWhenAllJoined) {
+  const int n = 2;
+  Cluster c(n);
+  run_ranks(n, [&](int rank) {
+    auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
+    Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
+    Request join;
+    join.type = RequestType::kJoin;
+    join.name = "join";
+    CycleInput in;
+    in.requests = {rank == 1 ? join : allreduce_request("x", {3})};
+    Result<CycleOutput> out = neg.run_cycle(in);
+    ASSERT_TRUE(out.is_ok());
+    ASSERT_EQ(out->responses.size(), 1u);
+    EXPECT_EQ(out->responses[0].names[0], "x");
+    in.requests = rank == 0 ? std::vector<Request>{join} : std::vector<Request>{};
+    out = neg.run_cycle(in);
+    ASSERT_TRUE(out.is_ok());
+    ASSERT_EQ(out->responses.size(), 1u);
+    EXPECT_EQ(out->responses[0].type, ResponseType::kJoin);
+    EXPECT_EQ(out->responses[0].last_joined_rank, 0);
+  });
+}
+
+}  // namespace
+}  // namespace korovod
