@@ -190,8 +190,9 @@ struct RestClient::Impl {
 
   ApiError transport_error(const std::exception& e) {
     const std::string what = e.what();
-    const std::string x509 = diagnostics->take();
-    if (!x509.empty() || what.find("SSL") != std::string::npos) {
+    // cpprestsdk says only "Error in SSL handshake"; the verify callback recorded why.
+    if (what.find("SSL") != std::string::npos || what.find("handshake") != std::string::npos) {
+      const std::string x509 = diagnostics->take();
       return ApiError(0, "TLSVerificationFailed",
                       (x509.empty() ? std::string("TLS handshake failed") : x509) + " (server " +
                           config.server + ": " + what + ")");

@@ -43,6 +43,18 @@ TEST_F(RestAuthTest, AWrongCaIsRefusedAsUnknownAuthority) {
   }
 }
 
+TEST_F(RestAuthTest, WithoutACaTheSystemStoreDoesNotTrustTheTestCluster) {
+  Config config = cluster_config();
+  config.ca_pem.clear();
+  RestClient c(config, fast_options());
+  try {
+    c.get(resources::kNamespaces, "", "default");
+    ADD_FAILURE() << "verification is off by default";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.reason(), "TLSVerificationFailed") << e.what();
+  }
+}
+
 TEST_F(RestAuthTest, InsecureSkipVerifyConnectsWithoutTheCa) {
   Config config = cluster_config();
   config.ca_pem.clear();

@@ -2,6 +2,10 @@
 // the API, optimistic concurrency, and server-side apply.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <mutex>
+#include <thread>
+
 #include "cluster.h"
 #include "kube/api_error.h"
 
@@ -124,7 +128,11 @@ TEST_F(RestCrudTest, PodCreateStatusUpdateAndPatchStatus) {
       {"apiVersion", "v1"},
       {"kind", "Pod"},
       {"metadata", {{"name", "p"}}},
-      {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+      // No scheduler picks it up, so nothing else writes it (which would make our update
+      // of the created version a conflict).
+      {"spec",
+       {{"schedulerName", "korovod-nobody"},
+        {"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
   Object created = client_->create(resources::kPods, ns_->name(), pod);
   EXPECT_EQ(created["status"]["phase"], "Pending");
 
@@ -230,6 +238,33 @@ TEST_F(RestCrudTest, CustomResourceDefinitionAndCustomObjects) {
   client_->remove(widgets, ns_->name(), "w1", {});
   EXPECT_TRUE(client_->list(widgets, ns_->name(), {}).items.empty());
   client_->remove(resources::kCustomResourceDefinitions, "", "widgets." + group, {});
+}
+
+// The operator and the benchmark share one client across threads.
+TEST_F(RestCrudTest, SixteenThreadsCreateThroughOneClient) {
+  std::vector<std::thread> threads;
+  std::atomic<int> created{0};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        const std::string name = "t" + std::to_string(t) + "-" + std::to_string(i);
+        try {
+          if (name_of(client_->create(resources::kConfigMaps, ns_->name(),
+                                      config_map(name, {{"t", std::to_string(t)}}))) == name)
+            ++created;
+        } catch (const std::exception& e) {
+          std::lock_guard lock(mu);
+          failures.push_back(name + ": " + e.what());
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_TRUE(failures.empty()) << failures.front();
+  EXPECT_EQ(created, 160);
+  EXPECT_EQ(client_->list(resources::kConfigMaps, ns_->name(), {}).items.size(), 161u);
 }
 
 }  // namespace
