@@ -1,0 +1,242 @@
+#include "mpijob/types.h"
+
+#include <stdexcept>
+
+namespace mpijob {
+
+const kube::Resource kMPIJobs{"kubeflow.org", "v2beta1", "mpijobs", "MPIJob", true};
+
+const char* to_string(ReplicaType t) {
+  return t == ReplicaType::Launcher ? "Launcher" : "Worker";
+}
+
+const kube::Object& empty_object() {
+  static const kube::Object kEmpty = kube::Object::object();
+  return kEmpty;
+}
+
+const kube::Object& child(const kube::Object& j, const char* key) {
+  if (!j.is_object()) return empty_object();
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? empty_object() : *it;
+}
+
+std::string object_name(const kube::Object& o) {
+  return member<std::string>(child(o, "metadata"), "name").value_or("");
+}
+
+std::string object_uid(const kube::Object& o) {
+  return member<std::string>(child(o, "metadata"), "uid").value_or("");
+}
+
+std::string object_label(const kube::Object& o, const std::string& key) {
+  return member<std::string>(child(child(o, "metadata"), "labels"), key.c_str()).value_or("");
+}
+
+std::string controller_uid(const kube::Object& o) {
+  const auto& refs = child(child(o, "metadata"), "ownerReferences");
+  if (!refs.is_array()) return "";
+  for (const auto& ref : refs) {
+    if (member<bool>(ref, "controller").value_or(false)) {
+      return member<std::string>(ref, "uid").value_or("");
+    }
+  }
+  return "";
+}
+
+bool is_controlled_by(const kube::Object& o, const std::string& owner_uid) {
+  return !owner_uid.empty() && controller_uid(o) == owner_uid;
+}
+
+// ---- status ----
+
+const Condition* JobStatus::condition(const std::string& type) const {
+  for (const auto& c : conditions) {
+    if (c.type == type) return &c;
+  }
+  return nullptr;
+}
+
+bool JobStatus::has_true(const std::string& type) const {
+  const Condition* c = condition(type);
+  return c != nullptr && c->status == "True";
+}
+
+namespace {
+
+Condition condition_from_json(const kube::Object& j) {
+  Condition c;
+  c.type = member<std::string>(j, "type").value_or("");
+  c.status = member<std::string>(j, "status").value_or("");
+  c.reason = member<std::string>(j, "reason").value_or("");
+  c.message = member<std::string>(j, "message").value_or("");
+  c.last_update_time = member<std::string>(j, "lastUpdateTime").value_or("");
+  c.last_transition_time = member<std::string>(j, "lastTransitionTime").value_or("");
+  return c;
+}
+
+kube::Object condition_to_json(const Condition& c) {
+  kube::Object j = {{"type", c.type}, {"status", c.status}};
+  if (!c.reason.empty()) j["reason"] = c.reason;
+  if (!c.message.empty()) j["message"] = c.message;
+  if (!c.last_update_time.empty()) j["lastUpdateTime"] = c.last_update_time;
+  if (!c.last_transition_time.empty()) j["lastTransitionTime"] = c.last_transition_time;
+  return j;
+}
+
+ReplicaStatus replica_status_from_json(const kube::Object& j) {
+  ReplicaStatus r;
+  r.extra = j.is_object() ? j : kube::Object::object();
+  r.active = member<int32_t>(j, "active").value_or(0);
+  r.succeeded = member<int32_t>(j, "succeeded").value_or(0);
+  r.failed = member<int32_t>(j, "failed").value_or(0);
+  for (const char* k : {"active", "succeeded", "failed"}) r.extra.erase(k);
+  return r;
+}
+
+// Zero counts are omitted, as Go's omitempty does, so an unchanged status compares equal.
+kube::Object replica_status_to_json(const ReplicaStatus& r) {
+  kube::Object j = r.extra;
+  if (r.active != 0) j["active"] = r.active;
+  if (r.succeeded != 0) j["succeeded"] = r.succeeded;
+  if (r.failed != 0) j["failed"] = r.failed;
+  return j;
+}
+
+constexpr const char* kKnownStatusKeys[] = {
+    "conditions", "replicaStatuses",  "startTime",        "completionTime",
+    "lastReconcileTime", "restartCount", "restartedPodUIDs"};
+
+}  // namespace
+
+JobStatus status_from_json(const kube::Object& j) {
+  JobStatus s;
+  if (!j.is_object()) return s;
+  for (const auto& c : child(j, "conditions")) s.conditions.push_back(condition_from_json(c));
+  for (const auto& [k, v] : child(j, "replicaStatuses").items()) {
+    s.replica_statuses[k] = replica_status_from_json(v);
+  }
+  s.start_time = member<std::string>(j, "startTime");
+  s.completion_time = member<std::string>(j, "completionTime");
+  s.last_reconcile_time = member<std::string>(j, "lastReconcileTime");
+  s.restart_count = member<int32_t>(j, "restartCount").value_or(0);
+  s.restarted_pod_uids =
+      member<std::vector<std::string>>(j, "restartedPodUIDs").value_or(std::vector<std::string>{});
+  s.extra = j;
+  for (const char* k : kKnownStatusKeys) s.extra.erase(k);
+  return s;
+}
+
+kube::Object status_to_json(const JobStatus& s) {
+  kube::Object j = s.extra;
+  if (!s.conditions.empty()) {
+    j["conditions"] = kube::Object::array();
+    for (const auto& c : s.conditions) j["conditions"].push_back(condition_to_json(c));
+  }
+  if (!s.replica_statuses.empty()) {
+    j["replicaStatuses"] = kube::Object::object();
+    for (const auto& [k, v] : s.replica_statuses) j["replicaStatuses"][k] = replica_status_to_json(v);
+  }
+  if (s.start_time) j["startTime"] = *s.start_time;
+  if (s.completion_time) j["completionTime"] = *s.completion_time;
+  if (s.last_reconcile_time) j["lastReconcileTime"] = *s.last_reconcile_time;
+  if (s.restart_count != 0) j["restartCount"] = s.restart_count;
+  if (!s.restarted_pod_uids.empty()) j["restartedPodUIDs"] = s.restarted_pod_uids;
+  return j;
+}
+
+// ---- MPIJob ----
+
+MPIJob::MPIJob(kube::Object obj) : obj_(std::move(obj)) {
+  if (!obj_.is_object()) throw std::invalid_argument("MPIJob: not a JSON object");
+}
+
+std::string MPIJob::name() const { return object_name(obj_); }
+std::string MPIJob::ns() const {
+  return member<std::string>(child(obj_, "metadata"), "namespace").value_or("");
+}
+std::string MPIJob::uid() const { return object_uid(obj_); }
+
+std::string MPIJob::annotation(const std::string& key) const {
+  return member<std::string>(child(child(obj_, "metadata"), "annotations"), key.c_str())
+      .value_or("");
+}
+
+bool MPIJob::being_deleted() const {
+  return member<std::string>(child(obj_, "metadata"), "deletionTimestamp").has_value();
+}
+
+const kube::Object* MPIJob::replica_spec(ReplicaType t) const {
+  const auto& specs = child(child(obj_, "spec"), "mpiReplicaSpecs");
+  auto it = specs.find(to_string(t));
+  return it == specs.end() || it->is_null() ? nullptr : &*it;
+}
+
+int32_t MPIJob::replicas(ReplicaType t) const {
+  const kube::Object* s = replica_spec(t);
+  return s ? member<int32_t>(*s, "replicas").value_or(0) : 0;
+}
+
+std::string MPIJob::restart_policy(ReplicaType t) const {
+  const kube::Object* s = replica_spec(t);
+  return s ? member<std::string>(*s, "restartPolicy").value_or("") : "";
+}
+
+const kube::Object& MPIJob::pod_template(ReplicaType t) const {
+  const kube::Object* s = replica_spec(t);
+  return s ? child(*s, "template") : empty_object();
+}
+
+std::optional<int32_t> MPIJob::slots_per_worker() const {
+  return member<int32_t>(child(obj_, "spec"), "slotsPerWorker");
+}
+
+int32_t MPIJob::slots() const { return slots_per_worker().value_or(1); }
+
+bool MPIJob::run_launcher_as_worker() const {
+  return member<bool>(child(obj_, "spec"), "runLauncherAsWorker").value_or(false);
+}
+
+std::string MPIJob::clean_pod_policy() const {
+  return member<std::string>(run_policy(), "cleanPodPolicy").value_or("");
+}
+
+MpiImplementation MPIJob::mpi_implementation() const {
+  auto v = member<std::string>(child(obj_, "spec"), "mpiImplementation").value_or("OpenMPI");
+  if (v == "Intel") return MpiImplementation::Intel;
+  if (v == "MPICH") return MpiImplementation::MPICH;
+  return MpiImplementation::OpenMPI;
+}
+
+std::string MPIJob::launcher_creation_policy() const {
+  return member<std::string>(child(obj_, "spec"), "launcherCreationPolicy").value_or("AtStartup");
+}
+
+std::string MPIJob::ssh_auth_mount_path() const {
+  return member<std::string>(child(obj_, "spec"), "sshAuthMountPath").value_or("");
+}
+
+const kube::Object& MPIJob::run_policy() const { return child(child(obj_, "spec"), "runPolicy"); }
+
+std::optional<int64_t> MPIJob::ttl_seconds_after_finished() const {
+  return member<int64_t>(run_policy(), "ttlSecondsAfterFinished");
+}
+std::optional<int64_t> MPIJob::active_deadline_seconds() const {
+  return member<int64_t>(run_policy(), "activeDeadlineSeconds");
+}
+std::optional<int32_t> MPIJob::backoff_limit() const {
+  return member<int32_t>(run_policy(), "backoffLimit");
+}
+bool MPIJob::suspended() const { return member<bool>(run_policy(), "suspend").value_or(false); }
+std::optional<std::string> MPIJob::managed_by() const {
+  return member<std::string>(run_policy(), "managedBy");
+}
+const kube::Object* MPIJob::scheduling_policy() const {
+  const auto& rp = run_policy();
+  auto it = rp.find("schedulingPolicy");
+  return it == rp.end() || it->is_null() ? nullptr : &*it;
+}
+
+JobStatus MPIJob::status() const { return status_from_json(child(obj_, "status")); }
+
+}  // namespace mpijob
