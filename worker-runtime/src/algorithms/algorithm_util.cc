@@ -34,7 +34,9 @@ int64_t row_elements(const std::vector<int64_t>& shape) {
 }
 
 std::string backend_activity(const Backend& backend, RequestType type) {
-  return fmt::format("{}_{}", backend.name(), request_type_name(type));
+  // Horovod's activity names: MPI_ALLREDUCE, MPI_BCAST, NCCL_ALLGATHER, ...
+  return fmt::format("{}_{}", backend.name(),
+                     type == RequestType::kBroadcast ? std::string_view("BCAST") : request_type_name(type));
 }
 
 ScopedActivity::ScopedActivity(OpContext& ctx, const std::string& activity) : ctx_(ctx) {

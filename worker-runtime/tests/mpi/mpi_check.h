@@ -1,0 +1,44 @@
+// Self-checking multi-rank test under mpirun: every failed check prints the rank, the line and
+// what differed; main() agrees on the verdict over MPI and exits non-zero if any rank failed.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+
+#include "korovod/mpi.h"
+
+namespace korovod::mpitest {
+
+class Checker {
+ public:
+  explicit Checker(int rank) : rank_(rank) {}
+  bool check(bool ok, const char* file, int line, const std::string& what) {
+    if (!ok) {
+      ++failures_;
+      fmt::print(stderr, "[rank {}] CHECK FAILED {}:{}: {}\n", rank_, file, line, what);
+    }
+    return ok;
+  }
+  int failures() const { return failures_; }
+  int rank() const { return rank_; }
+
+ private:
+  int rank_;
+  int failures_ = 0;
+};
+
+#define MPI_CHECK(checker, cond, ...) (checker).check((cond), __FILE__, __LINE__, fmt::format(__VA_ARGS__))
+
+std::unique_ptr<Runtime> make_runtime(Config config, std::vector<std::vector<int>> sets = {});
+Config test_config();
+
+void check_collectives(Runtime& rt, Checker& c);      // every op x dtype x size
+void check_grouped_async_join(Runtime& rt, Checker& c);
+void check_process_sets(Runtime& rt, Checker& c);
+void check_mismatch_errors(Runtime& rt, Checker& c);
+void check_stall(Runtime& rt, Checker& c);
+void check_timeline(Runtime& rt, Checker& c, const std::string& path);
+
+}  // namespace korovod::mpitest

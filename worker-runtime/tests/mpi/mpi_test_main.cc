@@ -1,0 +1,88 @@
+// rt_mpi_test: run under `mpirun -np N` (N = 2, 3, 4). Modes:
+//   (default)   every collective check, errors, stalls, process sets, timeline
+//   --dead-rank the last rank dies after one allreduce; the others must get an error within
+//               KOROVOD_COLLECTIVE_TIMEOUT_SECONDS (set by the test) and print DEAD-RANK-OK.
+#include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "mpi_check.h"
+
+namespace korovod::mpitest {
+
+Config test_config() {
+  Result<Config> c = parse_config(process_environment());
+  Config config = c.is_ok() ? c.value() : Config{};
+  config.log_level = LogLevel::kError;
+  config.stall_warning_seconds = 1.0;
+  config.stall_shutdown_seconds = 2.0;
+  config.collective_timeout_seconds = 20.0;
+  config.dynamic_process_sets = true;
+  return config;
+}
+
+std::unique_ptr<Runtime> make_runtime(Config config, std::vector<std::vector<int>> sets) {
+  Result<RuntimeOptions> options = mpi_runtime_options(std::move(config), nullptr, std::move(sets));
+  if (!options.is_ok()) return nullptr;
+  Result<std::unique_ptr<Runtime>> rt = Runtime::create(std::move(options).value());
+  return rt.is_ok() ? std::move(rt).value() : nullptr;
+}
+
+int run_dead_rank(int rank, int size) {
+  Config config = test_config();
+  config.collective_timeout_seconds = 3.0;
+  auto rt = make_runtime(config);
+  std::vector<float> x(4, 1.f);
+  TensorView v{x.data(), DataType::kFloat32, {4}, kCpuDevice};
+  if (!rt || !rt->wait(*rt->allreduce("warmup", v, v)).is_ok()) return 1;
+  if (rank == size - 1) raise(SIGKILL);
+  auto start = std::chrono::steady_clock::now();
+  auto h = rt->allreduce("after_death", v, v);
+  Status s = h.is_ok() ? rt->wait(*h) : h.status();
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool ok = !s.is_ok() && waited < config.collective_timeout_seconds + 2.0;
+  fmt::print("[rank {}] {} after {:.2f} s: {}\n", rank, ok ? "DEAD-RANK-OK" : "DEAD-RANK-FAILED", waited,
+             s.to_string());
+  std::fflush(stdout);
+  _exit(ok ? 0 : 1);  // MPI cannot be finalized with a dead peer
+}
+
+}  // namespace korovod::mpitest
+
+int main(int argc, char** argv) {
+  using namespace korovod;
+  using namespace korovod::mpitest;
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (argc > 1 && std::strcmp(argv[1], "--dead-rank") == 0) return run_dead_rank(rank, size);
+
+  Checker c(rank);
+  const std::string timeline = fmt::format("/tmp/korovod_rt_mpi_timeline_{}_{}.json", size, getppid());
+  Config config = test_config();
+  config.timeline_path = timeline;
+  config.timeline_mark_cycles = true;
+  auto rt = make_runtime(config, {{0, size - 1}});
+  if (!MPI_CHECK(c, rt != nullptr, "runtime init")) MPI_Abort(MPI_COMM_WORLD, 2);
+  MPI_CHECK(c, rt->rank() == rank && rt->size() == size, "rank/size {} {}", rt->rank(), rt->size());
+  MPI_CHECK(c, rt->local_size() == size && rt->cross_size() == 1, "local/cross sizes");
+  check_collectives(*rt, c);
+  check_grouped_async_join(*rt, c);
+  check_process_sets(*rt, c);
+  check_mismatch_errors(*rt, c);
+  check_stall(*rt, c);
+  Status down = rt->shutdown();
+  MPI_CHECK(c, down.is_ok(), "shutdown: {}", down.to_string());
+  if (rank == 0) check_timeline(*rt, c, timeline);
+
+  int failures = c.failures(), total = 0;
+  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) fmt::print("rt_mpi_test np={}: {}\n", size, total == 0 ? "all checks passed" : "FAILED");
+  MPI_Finalize();
+  return total == 0 ? 0 : 1;
+}
