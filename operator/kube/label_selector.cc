@@ -170,7 +170,11 @@ bool is_valid_label_value(std::string_view value) {
 }
 
 bool LabelRequirement::matches(const Object& labels) const {
-  const std::string* v = label_value(labels, key);
+  return matches_lookup([&](const std::string& k) { return label_value(labels, k); });
+}
+
+bool LabelRequirement::matches_lookup(const LabelLookup& lookup) const {
+  const std::string* v = lookup(key);
   switch (op) {
     case Op::Exists: return v != nullptr;
     case Op::DoesNotExist: return v == nullptr;
@@ -238,7 +242,16 @@ bool LabelSelector::matches(const Object& labels) const {
 }
 
 bool LabelSelector::matches(const std::map<std::string, std::string>& labels) const {
-  return matches(Object(labels));
+  return matches_lookup([&](const std::string& k) -> const std::string* {
+    auto it = labels.find(k);
+    return it == labels.end() ? nullptr : &it->second;
+  });
+}
+
+bool LabelSelector::matches_lookup(const LabelLookup& lookup) const {
+  if (match_nothing_) return false;
+  return std::all_of(requirements_.begin(), requirements_.end(),
+                     [&](const LabelRequirement& r) { return r.matches_lookup(lookup); });
 }
 
 std::string LabelSelector::to_string() const {

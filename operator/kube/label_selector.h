@@ -4,6 +4,7 @@
 // Bad input throws std::invalid_argument naming the offending token.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -13,6 +14,10 @@
 
 namespace kube {
 
+// Looks a label up by key: its value, or nullptr when the object has no such label. Lets
+// caches that keep labels in their own form match without building JSON.
+using LabelLookup = std::function<const std::string*(const std::string&)>;
+
 struct LabelRequirement {
   enum class Op { Equals, NotEquals, In, NotIn, Exists, DoesNotExist };
   std::string key;
@@ -21,6 +26,7 @@ struct LabelRequirement {
 
   // `labels` is metadata.labels: a JSON object of strings, or null when absent.
   bool matches(const Object& labels) const;
+  bool matches_lookup(const LabelLookup& lookup) const;
   bool operator==(const LabelRequirement&) const = default;
 };
 
@@ -36,6 +42,7 @@ class LabelSelector {
 
   bool matches(const Object& labels) const;
   bool matches(const std::map<std::string, std::string>& labels) const;
+  bool matches_lookup(const LabelLookup& lookup) const;
   bool matches_everything() const { return !match_nothing_ && requirements_.empty(); }
   const std::vector<LabelRequirement>& requirements() const { return requirements_; }
   // Canonical text form; parse(to_string()) gives an equal selector.

@@ -1,0 +1,103 @@
+#include "kube/informer.h"
+
+#include <stdexcept>
+
+#include "kube/object_meta.h"
+
+namespace kube {
+
+Informer::Informer(Client& client, Resource resource, InformerOptions options, Clock& clock)
+    : resource_(resource), clock_(clock), on_error_(options.watcher.on_error),
+      store_(std::move(options.store)),
+      watcher_(client, std::move(resource), std::move(options.watcher), clock) {}
+
+Informer::~Informer() { stop(); }
+
+void Informer::on_add(AddHandler h) { add_handlers_.push_back(std::move(h)); }
+void Informer::on_update(UpdateHandler h) { update_handlers_.push_back(std::move(h)); }
+void Informer::on_delete(DeleteHandler h) { delete_handlers_.push_back(std::move(h)); }
+
+void Informer::start() {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable() || stopping_) throw std::logic_error("Informer::start called twice");
+  thread_ = std::thread([this] { run(); });
+}
+
+void Informer::stop() {
+  std::thread t;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    t = std::move(thread_);
+    synced_cv_.notify_all();
+  }
+  watcher_.stop();
+  if (t.joinable()) t.join();
+}
+
+bool Informer::has_synced() const {
+  std::lock_guard lock(mu_);
+  return synced_;
+}
+
+bool Informer::wait_for_sync(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return clock_.wait_until(lock, synced_cv_, clock_.steady_now() + timeout,
+                           [&] { return synced_ || stopping_; }) && synced_;
+}
+
+void Informer::run() {
+  while (auto ev = watcher_.next()) apply(std::move(*ev));
+}
+
+void Informer::report(const std::exception& e) {
+  if (on_error_) on_error_(std::string("informer handler for ") + resource_.resource +
+                           " threw: " + e.what());
+}
+
+void Informer::apply(WatcherEvent ev) {
+  // Each handler call is guarded alone, so one throwing handler does not starve the others.
+  auto guarded = [this](auto&& call) {
+    try {
+      call();
+    } catch (const std::exception& e) {
+      report(e);
+    }
+  };
+  switch (ev.type) {
+    case WatcherEvent::Type::Restarted: {
+      const Store::Diff diff = store_.replace(ev.objects);
+      {
+        std::lock_guard lock(mu_);
+        synced_ = true;
+        synced_cv_.notify_all();
+      }
+      for (const auto& o : diff.deleted)
+        for (auto& h : delete_handlers_) guarded([&] { h(o); });
+      for (const auto& o : diff.added)
+        for (auto& h : add_handlers_) guarded([&] { h(o); });
+      for (const auto& [old_obj, new_obj] : diff.updated)
+        for (auto& h : update_handlers_) guarded([&] { h(old_obj, new_obj); });
+      return;
+    }
+    case WatcherEvent::Type::Applied: {
+      const auto old = store_.upsert(ev.object);
+      // Handlers see what the store holds (managedFields stripped, transformed).
+      const Object now = *store_.get_by_key(object_key(ev.object));
+      if (old) {
+        for (auto& h : update_handlers_) guarded([&] { h(*old, now); });
+      } else {
+        for (auto& h : add_handlers_) guarded([&] { h(now); });
+      }
+      return;
+    }
+    case WatcherEvent::Type::Deleted: {
+      store_.erase(ev.object);
+      // The event carries the server's final state, newer than the cached one.
+      for (auto& h : delete_handlers_) guarded([&] { h(ev.object); });
+      return;
+    }
+  }
+}
+
+}  // namespace kube

@@ -1,0 +1,173 @@
+#include "kube/store.h"
+
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "kube/object_meta.h"
+
+namespace kube {
+namespace {
+
+Object obj(const std::string& ns, const std::string& name, Object labels = Object::object(),
+           const std::string& rv = "1") {
+  return {{"metadata",
+           {{"namespace", ns}, {"name", name}, {"labels", labels}, {"resourceVersion", rv}}}};
+}
+
+Object owned(const std::string& name, const std::string& owner_uid, bool controller) {
+  Object o = obj("ns", name);
+  o["metadata"]["ownerReferences"] = Object::array(
+      {{{"uid", owner_uid}, {"kind", "MPIJob"}, {"name", "j"}, {"controller", controller}}});
+  return o;
+}
+
+std::vector<std::string> names(const std::vector<Object>& objs) {
+  std::vector<std::string> out;
+  for (const auto& o : objs) out.push_back(name_of(o));
+  return out;
+}
+
+TEST(Store, GetReturnsWhatWasUpserted) {
+  Store s;
+  EXPECT_FALSE(s.upsert(obj("ns", "a", {{"x", "1"}})).has_value());
+  const auto got = s.get("ns", "a");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ((*got)["metadata"]["labels"]["x"], "1");
+  EXPECT_FALSE(s.get("other", "a").has_value());
+  EXPECT_EQ(s.size(), 1u);
+}
+
+TEST(Store, UpsertReturnsPreviousState) {
+  Store s;
+  s.upsert(obj("ns", "a", {{"v", "1"}}));
+  const auto old = s.upsert(obj("ns", "a", {{"v", "2"}}));
+  ASSERT_TRUE(old.has_value());
+  EXPECT_EQ((*old)["metadata"]["labels"]["v"], "1");
+  EXPECT_EQ((*s.get("ns", "a"))["metadata"]["labels"]["v"], "2");
+  EXPECT_EQ(s.size(), 1u);
+}
+
+TEST(Store, EraseRemovesFromEveryIndex) {
+  Store s;
+  s.upsert(owned("a", "u1", true));
+  EXPECT_TRUE(s.erase(obj("ns", "a")).has_value());
+  EXPECT_FALSE(s.erase(obj("ns", "a")).has_value());
+  EXPECT_TRUE(s.list("ns").empty());
+  EXPECT_TRUE(s.by_owner("u1").empty());
+}
+
+TEST(Store, ListFiltersByNamespaceAndSelectorSorted) {
+  Store s;
+  s.upsert(obj("b", "z", {{"app", "web"}}));
+  s.upsert(obj("a", "y", {{"app", "web"}, {"tier", "x"}}));
+  s.upsert(obj("a", "x", {{"app", "db"}}));
+  EXPECT_EQ(names(s.list()), (std::vector<std::string>{"x", "y", "z"}));
+  EXPECT_EQ(names(s.list("a")), (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(names(s.list("", LabelSelector::parse("app=web"))), (std::vector<std::string>{"y", "z"}));
+  EXPECT_EQ(names(s.list("a", LabelSelector::parse("app=web"))), (std::vector<std::string>{"y"}));
+  EXPECT_EQ(names(s.list("", LabelSelector::parse("app!=web"))), (std::vector<std::string>{"x"}));
+  EXPECT_EQ(names(s.list("", LabelSelector::parse("tier"))), (std::vector<std::string>{"y"}));
+  EXPECT_TRUE(s.list("", LabelSelector::parse("app=none")).empty());
+  EXPECT_TRUE(s.list("", LabelSelector::nothing()).empty());
+}
+
+TEST(Store, LabelIndexFollowsUpdates) {
+  Store s;
+  s.upsert(obj("ns", "a", {{"app", "web"}}));
+  s.upsert(obj("ns", "a", {{"app", "db"}}));
+  EXPECT_TRUE(s.list("", LabelSelector::parse("app=web")).empty());
+  EXPECT_EQ(s.list("", LabelSelector::parse("app=db")).size(), 1u);
+}
+
+TEST(Store, ByOwnerAndByController) {
+  Store s;
+  s.upsert(owned("controlled", "u1", true));
+  s.upsert(owned("referenced", "u1", false));
+  s.upsert(owned("other", "u2", true));
+  EXPECT_EQ(names(s.by_owner("u1")), (std::vector<std::string>{"controlled", "referenced"}));
+  EXPECT_EQ(names(s.by_controller("u1")), (std::vector<std::string>{"controlled"}));
+  EXPECT_TRUE(s.by_owner("nobody").empty());
+}
+
+TEST(Store, StripsManagedFieldsByDefault) {
+  Object o = obj("ns", "a");
+  o["metadata"]["managedFields"] = Object::array({{{"manager", "kubectl"}}});
+  Store stripping;
+  stripping.upsert(o);
+  EXPECT_FALSE((*stripping.get("ns", "a"))["metadata"].contains("managedFields"));
+  Store keeping(StoreOptions{false, nullptr});
+  keeping.upsert(o);
+  EXPECT_TRUE((*keeping.get("ns", "a"))["metadata"].contains("managedFields"));
+}
+
+TEST(Store, TransformRunsBeforeStoring) {
+  StoreOptions opts;
+  opts.transform = [](Object& o) { o.erase("spec"); };
+  Store s(opts);
+  Object o = obj("ns", "a");
+  o["spec"] = {{"big", std::string(1000, 'x')}};
+  s.upsert(o);
+  EXPECT_FALSE(s.get("ns", "a")->contains("spec"));
+}
+
+TEST(Store, ReplaceSwapsContentAndReportsDiff) {
+  Store s;
+  s.upsert(obj("ns", "kept", {}, "1"));
+  s.upsert(obj("ns", "changed", {}, "1"));
+  s.upsert(obj("ns", "vanished", {}, "1"));
+  const auto diff = s.replace({obj("ns", "kept", {}, "1"), obj("ns", "changed", {}, "2"),
+                               obj("ns", "new", {{"app", "web"}}, "3")});
+  EXPECT_EQ(names(diff.added), (std::vector<std::string>{"new"}));
+  ASSERT_EQ(diff.updated.size(), 1u);
+  EXPECT_EQ(resource_version_of(diff.updated[0].first), "1");
+  EXPECT_EQ(resource_version_of(diff.updated[0].second), "2");
+  EXPECT_EQ(names(diff.deleted), (std::vector<std::string>{"vanished"}));
+  EXPECT_EQ(s.keys(), (std::vector<std::string>{"ns/changed", "ns/kept", "ns/new"}));
+  EXPECT_EQ(s.list("", LabelSelector::parse("app=web")).size(), 1u);
+}
+
+TEST(Store, ClusterScopedKeysHaveNoNamespace) {
+  Store s;
+  s.upsert(Object{{"metadata", {{"name", "node1"}}}});
+  EXPECT_EQ(s.keys(), (std::vector<std::string>{"node1"}));
+  EXPECT_TRUE(s.get("", "node1").has_value());
+}
+
+TEST(Store, PackedEntriesAreSmallerThanTheirJsonText) {
+  Store s;
+  Object o = obj("ns", "a", {{"app", "web"}});
+  o["spec"] = {{"containers", Object::array({{{"name", "c"}, {"image", "busybox:1.36"},
+                                              {"args", {"sleep", "3600"}}}})}};
+  for (int i = 0; i < 100; ++i) {
+    o["metadata"]["name"] = "pod-" + std::to_string(i);
+    s.upsert(o);
+  }
+  const size_t per_object = s.approx_bytes() / 100;
+  EXPECT_GT(per_object, 0u);
+  EXPECT_LT(per_object, 2 * o.dump().size() + 600);
+}
+
+TEST(Store, ReadersRunConcurrentlyWithTheWriter) {
+  Store s;
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0};
+  std::thread reader([&] {
+    while (!done) {
+      for (const auto& o : s.list("ns")) ASSERT_FALSE(name_of(o).empty());
+      ++reads;
+    }
+  });
+  for (int i = 0; i < 500; ++i) {
+    s.upsert(obj("ns", "p" + std::to_string(i % 50), {}, std::to_string(i)));
+    if (i % 100 == 0) s.replace({obj("ns", "p0")});
+  }
+  done = true;
+  reader.join();
+  EXPECT_GT(reads.load(), 0);
+  EXPECT_EQ(s.size(), 50u);
+}
+
+}  // namespace
+}  // namespace kube
