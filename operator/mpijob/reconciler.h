@@ -1,0 +1,66 @@
+// The MPIJob reconciler: level-based Reconcile(namespace/name). It reads what exists from a
+// Cache, asks plan() (pure) what to write, and writes it through a kube::Client — the only
+// place in operator/mpijob that does I/O. Objects of the same name that the MPIJob does not
+// control are never touched: the sync records ErrResourceExists and throws.
+//
+// Errors are exceptions (kube::ApiError, ResourceExistsError); the caller requeues the key
+// with rate limiting, as the reference's worker loop does.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "kube/client.h"
+#include "kube/clock.h"
+#include "mpijob/builders.h"
+#include "mpijob/cache.h"
+#include "mpijob/plan.h"
+
+namespace mpijob {
+
+// Where events and metric increments go (the operator wires kube's event recorder and metrics).
+class Recorder {
+ public:
+  virtual ~Recorder() = default;
+  virtual void event(const kube::Object& mpijob, const Event& e) = 0;
+  virtual void count(Counter c) = 0;
+};
+
+struct ReconcilerOptions {
+  BuildOptions build;
+  int create_concurrency = 32;  // worker pods created in parallel (fast fan-out)
+};
+
+struct Result {
+  std::optional<std::chrono::seconds> requeue_after;  // e.g. until ttlSecondsAfterFinished
+};
+
+class ResourceExistsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Reconciler {
+ public:
+  Reconciler(kube::Client& client, Cache& cache, KeyGenerator& keys, Recorder& recorder,
+             kube::Clock& clock, ReconcilerOptions options);
+
+  Result reconcile(const std::string& ns, const std::string& name);
+
+ private:
+  Observed observe(const kube::Object& job);
+  void write_status(const kube::Object& job, const kube::Object& status);
+  void apply(const kube::Object& job, const Plan& plan);
+
+  // constant after construction
+  kube::Client& client_;
+  Cache& cache_;
+  KeyGenerator& keys_;
+  Recorder& recorder_;
+  kube::Clock& clock_;
+  const ReconcilerOptions options_;
+};
+
+}  // namespace mpijob

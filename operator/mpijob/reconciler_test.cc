@@ -1,0 +1,151 @@
+// The reconciler against kube::MemoryClient: what it writes, that a steady state writes
+// nothing, that foreign objects stay untouched, worker restarts, completion and TTL.
+#include <gtest/gtest.h>
+
+#include "kube/fake_clock.h"
+#include "kube/memory_client.h"
+#include "mpijob/reconciler.h"
+#include "mpijob/testing/fixtures.h"
+
+namespace mpijob {
+namespace {
+
+using kube::resources::kConfigMaps;
+using kube::resources::kJobs;
+using kube::resources::kPods;
+
+class RecordingRecorder final : public Recorder {
+ public:
+  void event(const kube::Object&, const Event& e) override { events.push_back(e); }
+  void count(Counter c) override { counters.push_back(c); }
+  bool has_event(const std::string& reason) const {
+    for (const auto& e : events) {
+      if (e.reason == reason) return true;
+    }
+    return false;
+  }
+  std::vector<Event> events;
+  std::vector<Counter> counters;
+};
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  ReconcilerTest() {
+    client.set_request_observer([this](const kube::Request& r) {
+      if (r.verb != kube::Verb::Get && r.verb != kube::Verb::List) ++writes;
+    });
+  }
+  void create_job(kube::Object job) {
+    job["metadata"].erase("uid");
+    client.create(kMPIJobs, "default", job);
+  }
+  kube::Object job() { return client.get(kMPIJobs, "default", "pi"); }
+  kube::Object get(const kube::Resource& r, const std::string& name) {
+    return client.get(r, "default", name);
+  }
+  void set_pod_phase(const std::string& name, const std::string& phase) {
+    kube::Object p = get(kPods, name);
+    p["status"]["phase"] = phase;
+    client.update_status(kPods, "default", p);
+  }
+  Result sync() { return reconciler.reconcile("default", "pi"); }
+
+  kube::FakeClock clock;
+  kube::MemoryClient client{clock};
+  ClientCache cache{client};
+  testing::FixedKeyGenerator keys;
+  RecordingRecorder recorder;
+  Reconciler reconciler{client, cache, keys, recorder, clock, ReconcilerOptions{}};
+  int writes = 0;
+};
+
+TEST_F(ReconcilerTest, CreatesEverythingThenSteadyStateWritesNothing) {
+  create_job(testing::pi_job());
+  sync();
+  for (auto [r, name] : std::vector<std::pair<kube::Resource, std::string>>{
+           {kube::resources::kServices, "pi"}, {kConfigMaps, "pi-config"},
+           {kube::resources::kSecrets, "pi-ssh"}, {kPods, "pi-worker-0"}, {kPods, "pi-worker-1"},
+           {kJobs, "pi-launcher"}}) {
+    EXPECT_EQ(controller_uid(get(r, name)), object_uid(job())) << name;
+  }
+  EXPECT_EQ(job()["status"]["conditions"][0]["reason"], "MPIJobCreated");
+  EXPECT_TRUE(recorder.has_event("MPIJobCreated"));
+  EXPECT_EQ(recorder.counters, std::vector<Counter>{Counter::JobsCreated});
+  writes = 0;
+  sync();
+  EXPECT_EQ(writes, 0) << "a synced job must not be written again";
+  EXPECT_EQ(keys.calls, 1);
+}
+
+TEST_F(ReconcilerTest, ForeignObjectOfTheSameNameIsNotTouched) {
+  kube::Object foreign = {{"apiVersion", "v1"},
+                          {"kind", "ConfigMap"},
+                          {"metadata", {{"name", "pi-config"}, {"namespace", "default"}}},
+                          {"data", {{"mine", "yes"}}}};
+  client.create(kConfigMaps, "default", foreign);
+  create_job(testing::pi_job());
+  EXPECT_THROW(sync(), ResourceExistsError);
+  EXPECT_EQ(get(kConfigMaps, "pi-config")["data"], foreign["data"]);
+  EXPECT_TRUE(recorder.has_event("ErrResourceExists"));
+  EXPECT_THROW(get(kJobs, "pi-launcher"), kube::ApiError);
+}
+
+TEST_F(ReconcilerTest, FailedWorkerIsRecreatedAndCounted) {
+  create_job(testing::pi_job());
+  sync();
+  const std::string old_uid = object_uid(get(kPods, "pi-worker-1"));
+  set_pod_phase("pi-worker-1", "Failed");
+  sync();  // counts the failure, deletes the pod
+  EXPECT_EQ(job()["status"]["restartCount"], 1);
+  EXPECT_EQ(job()["status"]["conditions"].back()["type"], "Restarting");
+  EXPECT_TRUE(recorder.has_event("MPIJobRestarting"));
+  sync();  // recreates it
+  EXPECT_NE(object_uid(get(kPods, "pi-worker-1")), old_uid);
+  EXPECT_EQ(job()["status"]["restartCount"], 1);
+}
+
+TEST_F(ReconcilerTest, LauncherSuccessCleansUpRunningWorkersAndTtlDeletesTheJob) {
+  create_job(testing::pi_job());  // ttlSecondsAfterFinished: 60
+  sync();
+  set_pod_phase("pi-worker-0", "Running");
+  set_pod_phase("pi-worker-1", "Running");
+  kube::Object launcher = get(kJobs, "pi-launcher");
+  launcher["status"] = {{"conditions", {{{"type", "Complete"}, {"status", "True"}}}},
+                        {"completionTime", kube::format_time(clock.now())}};
+  client.update_status(kJobs, "default", launcher);
+  sync();
+  EXPECT_EQ(job()["status"]["conditions"].back()["type"], "Succeeded");
+  EXPECT_EQ(recorder.counters.back(), Counter::JobsSuccessful);
+  Result r = sync();  // finished: cleanPodPolicy Running deletes the running workers
+  EXPECT_THROW(get(kPods, "pi-worker-0"), kube::ApiError);
+  ASSERT_TRUE(r.requeue_after.has_value());
+  clock.advance(std::chrono::seconds(61));
+  sync();
+  EXPECT_THROW(job(), kube::ApiError);
+}
+
+TEST_F(ReconcilerTest, ManagedByMultiKueueIsLeftAlone) {
+  kube::Object j = testing::pi_job();
+  j["spec"]["runPolicy"]["managedBy"] = "kueue.x-k8s.io/multikueue";
+  create_job(j);
+  writes = 0;
+  sync();
+  EXPECT_EQ(writes, 0);
+  EXPECT_FALSE(job().contains("status"));
+}
+
+TEST_F(ReconcilerTest, WorkerCreationFailureRecordsAnEvent) {
+  create_job(testing::pi_job());
+  client.set_failure_hook([](const kube::Request& r) -> std::optional<kube::ApiError> {
+    if (r.verb == kube::Verb::Create && r.resource == kPods) {
+      return kube::ApiError(403, "Forbidden", "quota exceeded");
+    }
+    return std::nullopt;
+  });
+  EXPECT_THROW(sync(), kube::ApiError);
+  ASSERT_TRUE(recorder.has_event("MPIJobFailed"));
+  EXPECT_NE(recorder.events.back().message.find("worker pod created failed"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mpijob
