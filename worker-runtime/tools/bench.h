@@ -1,0 +1,49 @@
+// korovod-bench: measurements shared by the CLI (korovod_bench.cc) and the workloads
+// (bench_workloads.cc).
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "korovod/runtime.h"
+
+namespace korovod::bench {
+
+struct Options {
+  int64_t min_bytes = 4 << 10;
+  int64_t max_bytes = 256 << 20;
+  int iters = 50;
+  int warmup = 3;
+  std::vector<std::string> dtypes = {"float32", "bfloat16"};
+  std::string op = "sum";
+  int fused_tensors = 256;
+  int64_t fused_bytes = 16 << 10;
+  int fused_iters = 30;
+  bool sweep = true;
+  bool fused = true;
+  std::string json_path;
+};
+
+struct Row {
+  std::string workload;  // "allreduce" or "fused 256x16KiB"
+  std::string dtype;
+  int64_t bytes = 0;     // per tensor
+  int tensors = 1;
+  double korovod_us = 0; // per operation (per step for fused)
+  double mpi_us = 0;
+  double korovod_busbw_gbs = 0;
+  double mpi_busbw_gbs = 0;
+  bool verified = false;
+};
+
+// Runs one allreduce size for `dtype` through korovod and through MPI_Allreduce.
+Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op, int64_t bytes);
+// `tensors` x `bytes` submitted together vs the same number of sequential MPI_Allreduce calls.
+Row measure_fused(Runtime& rt, const Options& o, DataType dtype, ReduceOp op);
+
+std::string format_table(const std::vector<Row>& rows, int ranks, double cycle_time_ms);
+std::string to_json(const std::vector<Row>& rows, int ranks, double cycle_time_ms);
+
+}  // namespace korovod::bench

@@ -1,0 +1,161 @@
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "bench.h"
+#include "kernels/half.h"
+#include "kernels/kernels.h"
+
+namespace korovod::bench {
+namespace {
+
+// The same reduction as korovod, as an MPI user op, for the 16-bit float baselines.
+template <DataType D>
+void half_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  kernels::reduce_into(D, ReduceOp::kSum, inout, in, *len);
+}
+
+struct MpiType {
+  MPI_Datatype type;
+  MPI_Op op;
+  bool owned_op = false;
+  ~MpiType() {
+    if (owned_op) MPI_Op_free(&op);
+  }
+};
+
+std::unique_ptr<MpiType> mpi_type(DataType dtype, ReduceOp op) {
+  auto t = std::make_unique<MpiType>();
+  t->op = op == ReduceOp::kMin ? MPI_MIN : op == ReduceOp::kMax ? MPI_MAX : op == ReduceOp::kProduct ? MPI_PROD : MPI_SUM;
+  switch (dtype) {
+    case DataType::kFloat64: t->type = MPI_DOUBLE; break;
+    case DataType::kInt32: t->type = MPI_INT32_T; break;
+    case DataType::kFloat16:
+      t->type = MPI_UINT16_T;
+      MPI_Op_create(&half_sum<DataType::kFloat16>, 1, &t->op);
+      t->owned_op = true;
+      break;
+    case DataType::kBFloat16:
+      t->type = MPI_UINT16_T;
+      MPI_Op_create(&half_sum<DataType::kBFloat16>, 1, &t->op);
+      t->owned_op = true;
+      break;
+    default: t->type = MPI_FLOAT;
+  }
+  return t;
+}
+
+// rank+1 everywhere: sums are small integers, exact in every float type.
+void fill(std::vector<std::byte>& buf, DataType dtype, int64_t count, int rank) {
+  for (int64_t i = 0; i < count; ++i) {
+    double v = rank + 1;
+    switch (dtype) {
+      case DataType::kFloat64: reinterpret_cast<double*>(buf.data())[i] = v; break;
+      case DataType::kInt32: reinterpret_cast<int32_t*>(buf.data())[i] = static_cast<int32_t>(v); break;
+      case DataType::kFloat16: reinterpret_cast<uint16_t*>(buf.data())[i] = kernels::float_to_float16(float(v)); break;
+      case DataType::kBFloat16: reinterpret_cast<uint16_t*>(buf.data())[i] = kernels::float_to_bfloat16(float(v)); break;
+      default: reinterpret_cast<float*>(buf.data())[i] = static_cast<float>(v);
+    }
+  }
+}
+
+double value_at(const std::vector<std::byte>& buf, DataType dtype, int64_t i) {
+  switch (dtype) {
+    case DataType::kFloat64: return reinterpret_cast<const double*>(buf.data())[i];
+    case DataType::kInt32: return reinterpret_cast<const int32_t*>(buf.data())[i];
+    case DataType::kFloat16: return kernels::float16_to_float(reinterpret_cast<const uint16_t*>(buf.data())[i]);
+    case DataType::kBFloat16: return kernels::bfloat16_to_float(reinterpret_cast<const uint16_t*>(buf.data())[i]);
+    default: return reinterpret_cast<const float*>(buf.data())[i];
+  }
+}
+
+double expected_sum(int size) { return size * (size + 1) / 2.0; }
+
+bool verify(const std::vector<std::byte>& buf, DataType dtype, int64_t count, ReduceOp op, int size) {
+  double want = op == ReduceOp::kSum ? expected_sum(size) : op == ReduceOp::kMax ? size : op == ReduceOp::kMin ? 1 : -1;
+  if (want < 0) return true;  // other ops: not checked here
+  for (int64_t i : {int64_t{0}, count / 2, count - 1}) {
+    if (count > 0 && value_at(buf, dtype, i) != want) return false;
+  }
+  return true;
+}
+
+// Slowest rank's mean seconds per iteration of `body`.
+template <typename Body>
+double timed(int iters, Body body) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double start = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) body(i);
+  double mine = (MPI_Wtime() - start) / iters, slowest = 0;
+  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+double busbw_gbs(int64_t bytes, int size, double seconds) {
+  return seconds > 0 ? bytes * 2.0 * (size - 1) / size / seconds / 1e9 : 0;
+}
+
+int iterations_for(const Options& o, int64_t bytes) {
+  // About 2 GiB moved per variant, within [5, o.iters].
+  return static_cast<int>(std::clamp<int64_t>((int64_t{2} << 30) / std::max<int64_t>(bytes, 1), 5, o.iters));
+}
+
+}  // namespace
+
+Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op, int64_t bytes) {
+  const int64_t count = bytes / element_size(dtype);
+  std::vector<std::byte> in(bytes), out(bytes);
+  fill(in, dtype, count, rt.rank());
+  TensorView input{in.data(), dtype, {count}, kCpuDevice}, output{out.data(), dtype, {count}, kCpuDevice};
+  const std::string name = "bench." + std::to_string(bytes);
+  auto korovod_once = [&](int) { (void)rt.wait(*rt.allreduce(name, input, output, op)); };
+  auto type = mpi_type(dtype, op);
+  auto mpi_once = [&](int) { MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), type->type, type->op, MPI_COMM_WORLD); };
+  const int iters = iterations_for(o, bytes);
+  for (int i = 0; i < o.warmup; ++i) korovod_once(i), mpi_once(i);
+  Row row{"allreduce", std::string(dtype_name(dtype)), bytes, 1};
+  row.mpi_us = timed(iters, mpi_once) * 1e6;
+  std::fill(out.begin(), out.end(), std::byte{0});
+  row.korovod_us = timed(iters, korovod_once) * 1e6;
+  row.verified = verify(out, dtype, count, op, rt.size());
+  row.korovod_busbw_gbs = busbw_gbs(bytes, rt.size(), row.korovod_us / 1e6);
+  row.mpi_busbw_gbs = busbw_gbs(bytes, rt.size(), row.mpi_us / 1e6);
+  return row;
+}
+
+Row measure_fused(Runtime& rt, const Options& o, DataType dtype, ReduceOp op) {
+  const int n = o.fused_tensors;
+  const int64_t count = o.fused_bytes / element_size(dtype);
+  std::vector<std::vector<std::byte>> ins(n, std::vector<std::byte>(o.fused_bytes)), outs = ins;
+  for (auto& b : ins) fill(b, dtype, count, rt.rank());
+  std::vector<std::string> names;
+  for (int t = 0; t < n; ++t) names.push_back("fused." + std::to_string(t));
+  std::vector<Handle> handles(n);
+  auto korovod_step = [&](int) {
+    for (int t = 0; t < n; ++t) {  // submitted one by one, as a backward pass does
+      handles[t] = *rt.allreduce(names[t], TensorView{ins[t].data(), dtype, {count}, kCpuDevice},
+                                 TensorView{outs[t].data(), dtype, {count}, kCpuDevice}, op);
+    }
+    for (Handle h : handles) (void)rt.wait(h), rt.release(h);
+  };
+  auto type = mpi_type(dtype, op);
+  auto mpi_step = [&](int) {
+    for (int t = 0; t < n; ++t) {
+      MPI_Allreduce(ins[t].data(), outs[t].data(), static_cast<int>(count), type->type, type->op, MPI_COMM_WORLD);
+    }
+  };
+  for (int i = 0; i < o.warmup; ++i) korovod_step(i), mpi_step(i);
+  Row row{"fused " + std::to_string(n) + "x" + std::to_string(o.fused_bytes >> 10) + "KiB",
+          std::string(dtype_name(dtype)), o.fused_bytes, n};
+  row.mpi_us = timed(o.fused_iters, mpi_step) * 1e6;
+  for (auto& b : outs) std::fill(b.begin(), b.end(), std::byte{0});
+  row.korovod_us = timed(o.fused_iters, korovod_step) * 1e6;
+  row.verified = true;
+  for (auto& b : outs) row.verified = row.verified && verify(b, dtype, count, op, rt.size());
+  const int64_t total = o.fused_bytes * n;
+  row.korovod_busbw_gbs = busbw_gbs(total, rt.size(), row.korovod_us / 1e6);
+  row.mpi_busbw_gbs = busbw_gbs(total, rt.size(), row.mpi_us / 1e6);
+  return row;
+}
+
+}  // namespace korovod::bench
