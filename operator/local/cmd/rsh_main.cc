@@ -1,0 +1,35 @@
+// korovod-rsh: the rsh agent of local mode (see operator/local/rsh_agent.h).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "local/process.h"
+#include "local/rsh_agent.h"
+
+int main(int argc, char** argv) {
+  try {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    const auto req = local::parse_rsh_args(args);
+    const char* pods = std::getenv("KOROVOD_PODS_DIR");
+    const char* ns = std::getenv("KOROVOD_POD_NAMESPACE");
+    if (!pods) throw std::runtime_error("KOROVOD_PODS_DIR is not set (korovod run sets it)");
+    const auto [pod_ns, pod] = local::pod_of_host(req.host, ns ? ns : "default");
+    const auto exec = local::rsh_exec(req, std::filesystem::path(pods) / pod_ns / pod);
+    const std::string program =
+        local::find_in_path(exec.argv[0], local::get_env(exec.env, "PATH").value_or(""));
+    std::vector<std::string> env_strings;
+    for (const auto& [k, v] : exec.env) env_strings.push_back(k + "=" + v);
+    std::vector<char*> cargv, cenv;
+    for (const auto& a : exec.argv) cargv.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& e : env_strings) cenv.push_back(const_cast<char*>(e.c_str()));
+    cargv.push_back(nullptr);
+    cenv.push_back(nullptr);
+    execve(program.c_str(), cargv.data(), cenv.data());
+    throw std::runtime_error("exec " + program + ": " + std::strerror(errno));
+  } catch (const std::exception& e) {
+    std::cerr << "korovod-rsh: " << e.what() << "\n";
+    return 255;  // what ssh returns when it cannot connect
+  }
+}

@@ -1,0 +1,69 @@
+#include "local/pod_launch.h"
+
+#include <fstream>
+#include <stdexcept>
+
+#include "kube/object_meta.h"
+
+namespace local {
+namespace fs = std::filesystem;
+
+LaunchSpec container_launch(const kube::Object& pod, const kube::Object& container,
+                            const EnvList& container_env, const std::vector<Mount>& mounts,
+                            const fs::path& pod_dir, const LaunchDefaults& defaults) {
+  LaunchSpec spec;
+  for (const auto& a : field(container, "command")) spec.command.push_back(a);
+  for (const auto& a : field(container, "args")) spec.command.push_back(a);
+  if (spec.command.empty()) {
+    throw std::runtime_error("container \"" + container.value("name", "") +
+                             "\" has neither command nor args; local mode does not know the "
+                             "image's ENTRYPOINT/CMD");
+  }
+  const auto& pspec = field(pod, "spec");
+  spec.hostname = pspec.value("hostname", kube::name_of(pod));
+  std::string path;
+  for (const auto& d : defaults.path_prepend) path += d + ":";
+  path += defaults.host_path_env;
+  set_env(spec.env, "PATH", path);
+  set_env(spec.env, "HOSTNAME", spec.hostname);
+  set_env(spec.env, "HOME", defaults.home);
+  for (const auto& [k, v] : defaults.extra_env) set_env(spec.env, k, v);
+  for (const auto& [k, v] : container_env) set_env(spec.env, k, v);
+  spec.working_dir = container.value("workingDir", pod_dir.string());
+  spec.mounts = mounts;
+  return spec;
+}
+
+void write_pod_context(const fs::path& pod_dir, const LaunchSpec& spec, Isolation isolation,
+                       const std::string& bwrap_path) {
+  kube::Object mounts = kube::Object::array();
+  for (const auto& m : spec.mounts) {
+    mounts.push_back({{"hostPath", m.host_path.string()}, {"mountPath", m.mount_path},
+                      {"readOnly", m.read_only}});
+  }
+  kube::Object ctx = {{"env", spec.env}, {"workingDir", spec.working_dir},
+                      {"hostname", spec.hostname}, {"mounts", mounts},
+                      {"isolation", isolation == Isolation::Bwrap ? "bwrap" : "rewrite"},
+                      {"bwrap", bwrap_path}};
+  const fs::path tmp = pod_dir / "context.json.tmp";
+  std::ofstream(tmp) << ctx.dump(2);
+  fs::rename(tmp, pod_dir / "context.json");
+}
+
+PodContext read_pod_context(const fs::path& pod_dir) {
+  std::ifstream in(pod_dir / "context.json");
+  if (!in) throw std::runtime_error("no running pod at " + pod_dir.string());
+  kube::Object ctx = kube::Object::parse(in);
+  PodContext out;
+  out.spec.env = ctx["env"].get<EnvList>();
+  out.spec.working_dir = ctx.value("workingDir", "");
+  out.spec.hostname = ctx.value("hostname", "");
+  for (const auto& m : ctx["mounts"]) {
+    out.spec.mounts.push_back({m["hostPath"].get<std::string>(), m["mountPath"], m["readOnly"]});
+  }
+  out.isolation = ctx.value("isolation", "") == "bwrap" ? Isolation::Bwrap : Isolation::Rewrite;
+  out.bwrap_path = ctx.value("bwrap", "");
+  return out;
+}
+
+}  // namespace local

@@ -1,0 +1,213 @@
+#include "local/pod_runtime.h"
+
+#include <iostream>
+#include <set>
+
+#include "kube/object_meta.h"
+
+namespace local {
+namespace fs = std::filesystem;
+using State = ContainerRunState::State;
+
+PodRuntime::PodRuntime(kube::Client& client, kube::Clock& clock, RuntimeOptions options)
+    : client_(client), clock_(clock), options_(std::move(options)) {}
+
+PodRuntime::~PodRuntime() { stop(); }
+
+void PodRuntime::start() { thread_ = std::thread([this] { loop(); }); }
+
+void PodRuntime::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  for (auto& [uid, pod] : pods_) stop_pod(pod);
+  pods_.clear();
+}
+
+fs::path PodRuntime::pod_dir(const std::string& ns, const std::string& name) const {
+  return options_.work_dir / "pods" / ns / name;
+}
+
+void PodRuntime::loop() {
+  while (true) {
+    try {
+      sync_once();
+    } catch (const std::exception& e) {
+      std::cerr << "korovod: pod runtime: " << e.what() << "\n";
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (clock_.wait_until(lock, cv_, clock_.steady_now() + options_.poll_interval,
+                          [this] { return stopping_; })) {
+      return;
+    }
+  }
+}
+
+bool PodRuntime::serves(const kube::Object& pod) const {
+  const std::string node = field(pod, "spec").value("nodeName", "");
+  return options_.node_name.empty() || node == options_.node_name;
+}
+
+void PodRuntime::sync_once() {
+  auto list = client_.list(kube::resources::kPods, "", {});
+  std::set<std::string> seen;
+  for (const auto& obj : list.items) {
+    if (!serves(obj)) continue;
+    const std::string uid = kube::uid_of(obj);
+    seen.insert(uid);
+    auto it = pods_.find(uid);
+    if (it == pods_.end()) {
+      if (kube::has_deletion_timestamp(obj)) continue;
+      const std::string phase = field(obj, "status").value("phase", "");
+      if (phase == "Succeeded" || phase == "Failed") continue;  // ended before we came
+      start_pod(obj);
+      continue;
+    }
+    it->second.object = obj;
+    if (kube::has_deletion_timestamp(obj)) {
+      stop_pod(it->second);
+      continue;
+    }
+    step_containers(it->second);
+    report(it->second);
+  }
+  for (auto it = pods_.begin(); it != pods_.end();) {
+    if (seen.count(it->first)) {
+      ++it;
+      continue;
+    }
+    stop_pod(it->second);  // deleted from the API
+    it = pods_.erase(it);
+  }
+}
+
+void PodRuntime::start_pod(const kube::Object& obj) {
+  Pod& pod = pods_[kube::uid_of(obj)];
+  pod.object = obj;
+  const std::string ns = kube::namespace_of(obj), name = kube::name_of(obj);
+  const fs::path dir = pod_dir(ns, name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  pod.run.start_time = clock_.now();
+  for (const auto& c : field(field(obj, "spec"), "containers")) {
+    Container container;
+    container.spec = c;
+    container.state.name = c.value("name", "");
+    container.state.reason = "ContainerCreating";
+    pod.containers.push_back(std::move(container));
+  }
+  try {
+    const EnvSources sources = client_env_sources(client_, ns);
+    const auto volumes = materialize_volumes(obj, sources, dir);
+    for (auto& c : pod.containers) {
+      const EnvList env = resolve_container_env(obj, c.spec, sources);
+      c.launch = container_launch(obj, c.spec, env, container_mounts(c.spec, volumes), dir,
+                                  options_.defaults);
+      if (options_.adjust) options_.adjust(obj, c.spec, c.launch);
+    }
+    if (!pod.containers.empty()) {
+      write_pod_context(dir, pod.containers[0].launch, options_.isolation, options_.bwrap_path);
+    }
+    for (auto& c : pod.containers) start_container(pod, c);
+  } catch (const std::exception& e) {
+    pod.run.failure_reason = "LocalRuntimeError";
+    pod.run.failure_message = e.what();
+    std::cerr << "korovod: pod " << name << ": " << e.what() << "\n";
+  }
+  report(pod);
+}
+
+void PodRuntime::start_container(const Pod& pod, Container& c) {
+  const std::string pod_name = kube::name_of(pod.object);
+  auto sink = [log = options_.log, pod_name, name = c.state.name](const std::string& line) {
+    if (log) log(pod_name, name, line);
+  };
+  try {
+    c.process = std::make_unique<Process>(sandboxed(c.launch, options_.isolation, options_.bwrap_path),
+                                          sink);
+    c.state.state = State::Running;
+    c.state.reason.clear();
+    c.state.message.clear();
+    c.state.started_at = clock_.now();
+    c.state.ever_started = true;
+  } catch (const std::exception& e) {
+    c.state.state = State::Terminated;
+    c.state.exit_code = 128;
+    c.state.reason = "StartError";
+    c.state.message = e.what();
+    c.state.finished_at = clock_.now();
+    sink(std::string("korovod: cannot start: ") + e.what());
+  }
+}
+
+void PodRuntime::step_containers(Pod& pod) {
+  if (!pod.run.failure_reason.empty()) return;
+  const std::string policy = field(pod.object, "spec").value("restartPolicy", "Always");
+  const auto now = clock_.steady_now();
+  for (auto& c : pod.containers) {
+    if (c.state.state == State::Running) {
+      auto code = c.process->poll();
+      if (!code) continue;
+      c.process.reset();
+      c.state.finished_at = clock_.now();
+      c.state.exit_code = *code;
+      c.state.reason = termination_reason(*code);
+      if (should_restart(policy, *code)) {
+        const auto backoff = std::min(std::chrono::seconds(10),
+                                      std::chrono::seconds(1 << std::min(c.state.restart_count, 4)));
+        c.restart_at = now + backoff;
+        c.state.last_exit_code = *code;
+        c.state.last_started_at = c.state.started_at;
+        c.state.last_finished_at = c.state.finished_at;
+        c.state.state = State::Waiting;
+        c.state.reason = "CrashLoopBackOff";
+        c.state.message = "back-off restarting failed container";
+      } else {
+        c.state.state = State::Terminated;
+      }
+    } else if (c.state.state == State::Waiting && c.restart_at != std::chrono::steady_clock::time_point{} &&
+               now >= c.restart_at) {
+        ++c.state.restart_count;
+        c.restart_at = {};
+        start_container(pod, c);
+    }
+  }
+}
+
+void PodRuntime::stop_pod(Pod& pod) {
+  int64_t grace_s = field(pod.object, "spec").value("terminationGracePeriodSeconds", int64_t(30));
+  auto grace = std::min<std::chrono::milliseconds>(std::chrono::seconds(grace_s), options_.max_grace);
+  for (auto& c : pod.containers) {
+    if (!c.process) continue;
+    c.process->stop(grace);
+    c.process.reset();
+  }
+}
+
+void PodRuntime::report(Pod& pod) {
+  PodRunState run = pod.run;
+  run.containers.clear();
+  for (const auto& c : pod.containers) run.containers.push_back(c.state);
+  const kube::Object old = field(pod.object, "status");
+  kube::Object status = pod_status_json(run, clock_.now(), old);
+  if (status == pod.reported) return;
+  const std::string ns = kube::namespace_of(pod.object), name = kube::name_of(pod.object);
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    try {
+      kube::Object fresh = client_.get(kube::resources::kPods, ns, name);
+      if (kube::uid_of(fresh) != kube::uid_of(pod.object)) return;  // replaced by a new pod
+      fresh["status"] = status;
+      pod.object = client_.update_status(kube::resources::kPods, ns, fresh);
+      pod.reported = status;
+      return;
+    } catch (const kube::ApiError& e) {
+      if (kube::is_not_found(e)) return;
+      if (!kube::is_conflict(e)) throw;
+    }
+  }
+}
+
+}  // namespace local

@@ -1,0 +1,80 @@
+// The local pod runtime: a kubelet that runs pods as host processes. It polls the pods it
+// serves (every pod in local mode; those with spec.nodeName == node in `korovod kubelet`),
+// materializes volumes under <work_dir>/pods/<ns>/<name>, starts each container in its sandbox
+// (sandbox.h), restarts containers as restartPolicy says (back-off 1 s doubling to 10 s),
+// reports phase, container states, exit codes, restartCount and conditions with update_status,
+// and stops a pod's process groups (SIGTERM, grace, SIGKILL) when the pod is deleted.
+// Init containers are not run (documented in README.md).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "kube/client.h"
+#include "kube/clock.h"
+#include "local/pod_launch.h"
+#include "local/pod_status.h"
+#include "local/process.h"
+
+namespace local {
+
+struct RuntimeOptions {
+  std::filesystem::path work_dir;
+  std::string node_name;  // "": serve every pod; else only pods bound to this node
+  Isolation isolation = Isolation::Bwrap;
+  std::string bwrap_path = "/usr/bin/bwrap";
+  LaunchDefaults defaults;
+  std::chrono::milliseconds poll_interval{100};
+  std::chrono::milliseconds max_grace{5000};  // cap on terminationGracePeriodSeconds
+  // Lets the caller change a container's launch (local mode replaces the workers' sshd).
+  std::function<void(const kube::Object& pod, const kube::Object& container, LaunchSpec&)> adjust;
+  // Each output line of a container: (pod name, container name, line).
+  std::function<void(const std::string&, const std::string&, const std::string&)> log;
+};
+
+class PodRuntime {
+ public:
+  PodRuntime(kube::Client& client, kube::Clock& clock, RuntimeOptions options);
+  ~PodRuntime();  // stops every pod
+  void start();
+  void stop();    // stops every pod's processes and the loop
+  std::filesystem::path pod_dir(const std::string& ns, const std::string& name) const;
+
+ private:
+  struct Container {
+    kube::Object spec;
+    LaunchSpec launch;
+    std::unique_ptr<Process> process;
+    std::chrono::steady_clock::time_point restart_at{};
+    ContainerRunState state;
+  };
+  struct Pod {
+    kube::Object object;
+    std::vector<Container> containers;
+    PodRunState run;
+    kube::Object reported;  // last status written
+  };
+
+  void loop();
+  void sync_once();
+  bool serves(const kube::Object& pod) const;
+  void start_pod(const kube::Object& pod);
+  void step_containers(Pod& pod);
+  void start_container(const Pod& pod, Container& c);
+  void stop_pod(Pod& pod);
+  void report(Pod& pod);
+
+  kube::Client& client_;
+  kube::Clock& clock_;
+  const RuntimeOptions options_;
+  std::map<std::string, Pod> pods_;  // by uid; touched only by the loop thread (and stop())
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace local

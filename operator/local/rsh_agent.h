@@ -1,0 +1,33 @@
+// The rsh agent mpirun uses in local mode (OMPI_MCA_plm_rsh_agent=korovod-rsh): called as ssh
+// would be, `korovod-rsh [ssh options] HOST COMMAND...`, it runs COMMAND (orted ...) with
+// /bin/sh -c inside the running pod that HOST names: that pod's environment, volumes, working
+// directory and hostname, read from the context file the pod runtime wrote for it.
+// HOST is "<pod>[.<subdomain>.<namespace>.svc...]"; without a namespace label the caller's
+// KOROVOD_POD_NAMESPACE is used.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "local/sandbox.h"
+
+namespace local {
+
+struct RshRequest {
+  std::string host;
+  std::string command;  // the remaining arguments joined by spaces, as ssh sends them
+};
+
+// Parses the arguments after argv[0]; ssh options with a value (-o -p -l -i -F -E -J) and flags
+// are skipped. Throws std::invalid_argument when no host or no command is given.
+RshRequest parse_rsh_args(const std::vector<std::string>& args);
+
+// (namespace, pod name) that a host name addresses.
+std::pair<std::string, std::string> pod_of_host(const std::string& host,
+                                                const std::string& default_ns);
+
+// What to exec to run the request inside the pod whose directory is pod_dir.
+Exec rsh_exec(const RshRequest& request, const std::filesystem::path& pod_dir);
+
+}  // namespace local

@@ -1,0 +1,88 @@
+#include "local/volumes.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <stdexcept>
+
+namespace local {
+namespace fs = std::filesystem;
+namespace {
+
+void write_file(const fs::path& path, const std::string& content, int mode) {
+  fs::create_directories(path.parent_path());
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + path.string());
+    out << content;
+  }
+  fs::permissions(path, fs::perms(mode & 07777), fs::perm_options::replace);
+}
+
+// A projected ConfigMap or Secret: every key, or only the listed items.
+void project(const kube::Object& source, const kube::Object& data, const fs::path& dir,
+             const std::string& what) {
+  const int default_mode = source.value("defaultMode", 0644);
+  const bool optional = source.value("optional", false);
+  fs::create_directories(dir);
+  if (data.empty() && !optional) throw std::runtime_error(what + " not found");
+  if (!source.contains("items")) {
+    for (const auto& [k, v] : data.items()) write_file(dir / k, v.get<std::string>(), default_mode);
+    return;
+  }
+  for (const auto& item : source["items"]) {
+    const std::string key = item.value("key", "");
+    if (!data.contains(key)) {
+      if (optional) continue;
+      throw std::runtime_error(what + " has no key \"" + key + "\"");
+    }
+    write_file(dir / item.value("path", key), data[key].get<std::string>(),
+               item.value("mode", default_mode));
+  }
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, fs::path>> materialize_volumes(const kube::Object& pod,
+                                                                  const EnvSources& sources,
+                                                                  const fs::path& pod_dir) {
+  std::vector<std::pair<std::string, fs::path>> out;
+  const auto& spec = field(pod, "spec");
+  for (const auto& vol : field(spec, "volumes")) {
+    const std::string name = vol.value("name", "");
+    fs::path dir = pod_dir / "volumes" / name;
+    if (vol.contains("configMap")) {
+      const std::string cm = vol["configMap"].value("name", "");
+      project(vol["configMap"], sources.config_map_data(cm), dir, "configmap \"" + cm + "\"");
+    } else if (vol.contains("secret")) {
+      const std::string s = vol["secret"].value("secretName", "");
+      project(vol["secret"], sources.secret_data(s), dir, "secret \"" + s + "\"");
+    } else if (vol.contains("emptyDir")) {
+      fs::create_directories(dir);
+    } else if (vol.contains("hostPath")) {
+      dir = vol["hostPath"].value("path", "");
+    } else {
+      throw std::runtime_error("volume \"" + name + "\": only configMap, secret, emptyDir and "
+                               "hostPath volumes run locally");
+    }
+    out.emplace_back(name, dir);
+  }
+  return out;
+}
+
+std::vector<Mount> container_mounts(const kube::Object& container,
+                                    const std::vector<std::pair<std::string, fs::path>>& volumes) {
+  std::vector<Mount> mounts;
+  for (const auto& vm : field(container, "volumeMounts")) {
+    const std::string name = vm.value("name", "");
+    auto it = std::find_if(volumes.begin(), volumes.end(),
+                           [&](const auto& v) { return v.first == name; });
+    if (it == volumes.end()) throw std::runtime_error("volumeMount of unknown volume " + name);
+    fs::path host = it->second;
+    if (vm.contains("subPath")) host /= vm["subPath"].get<std::string>();
+    mounts.push_back({host, vm.value("mountPath", ""), vm.value("readOnly", false)});
+  }
+  return mounts;
+}
+
+}  // namespace local
