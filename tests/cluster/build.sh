@@ -4,6 +4,11 @@
 # repository keyed by those versions, so a warm machine rebuilds nothing.
 # usage: tests/cluster/build.sh        prints the bin directory on its last line
 set -euo pipefail
+case ${1:-} in
+  -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  "") ;;
+  *) echo "build.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 k8s=$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' "$here/go.mod")
 etcd=$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2; exit}' "$here/go.mod")
