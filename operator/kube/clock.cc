@@ -17,6 +17,16 @@ std::string format_time(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
+std::string format_micro_time(std::chrono::system_clock::time_point t) {
+  const auto secs = std::chrono::floor<std::chrono::seconds>(t);
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(t - secs).count();
+  std::string s = format_time(secs);
+  char frac[32];
+  std::snprintf(frac, sizeof frac, ".%06lldZ", static_cast<long long>(micros));
+  s.pop_back();  // the 'Z'
+  return s + frac;
+}
+
 namespace {
 
 int digits(const std::string& s, size_t pos, size_t n) {

@@ -39,6 +39,9 @@ class RealClock final : public Clock {
 
 // RFC 3339 in UTC with second precision, as Kubernetes metav1.Time serializes ("2026-01-02T03:04:05Z").
 std::string format_time(std::chrono::system_clock::time_point t);
+// RFC 3339 in UTC with microsecond precision, as metav1.MicroTime serializes
+// ("2026-01-02T03:04:05.000000Z"); Lease and Event series times use it.
+std::string format_micro_time(std::chrono::system_clock::time_point t);
 // Parses RFC 3339 ("Z" or numeric offset, optional fraction); throws std::invalid_argument.
 std::chrono::system_clock::time_point parse_time(const std::string& s);
 

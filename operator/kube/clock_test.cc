@@ -18,6 +18,13 @@ TEST(Time, FormatsUtcWithSecondPrecision) {
   EXPECT_EQ(format_time(system_clock::time_point(t)), "2026-01-02T03:04:05Z");
 }
 
+TEST(Time, FormatsMicroTime) {
+  const auto t = system_clock::time_point(sys_days(year(2026) / 1 / 2) + hours(3) + minutes(4) +
+                                          seconds(5) + microseconds(42));
+  EXPECT_EQ(format_micro_time(t), "2026-01-02T03:04:05.000042Z");
+  EXPECT_EQ(parse_time(format_micro_time(t)), t);
+}
+
 TEST(Time, ParsesZuluOffsetsAndFractions) {
   const auto base = system_clock::time_point(sys_days(year(2026) / 1 / 2) + hours(3) +
                                              minutes(4) + seconds(5));

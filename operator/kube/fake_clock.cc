@@ -31,6 +31,7 @@ bool FakeClock::wait_until(std::unique_lock<std::mutex>& lock, std::condition_va
   {
     std::lock_guard g(mu_);
     waiters_.insert(&cv);
+    ++waits_started_;
   }
   waiters_changed_.notify_all();
   bool result;
@@ -69,6 +70,16 @@ size_t FakeClock::waiters() const {
 bool FakeClock::wait_for_waiters(size_t n, std::chrono::milliseconds real_timeout) {
   std::unique_lock lock(mu_);
   return waiters_changed_.wait_for(lock, real_timeout, [&] { return waiters_.size() >= n; });
+}
+
+uint64_t FakeClock::waits_started() const {
+  std::lock_guard lock(mu_);
+  return waits_started_;
+}
+
+bool FakeClock::wait_for_waits_started(uint64_t n, std::chrono::milliseconds real_timeout) {
+  std::unique_lock lock(mu_);
+  return waiters_changed_.wait_for(lock, real_timeout, [&] { return waits_started_ >= n; });
 }
 
 }  // namespace kube

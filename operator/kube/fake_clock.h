@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <mutex>
 #include <set>
@@ -29,6 +30,11 @@ class FakeClock final : public Clock {
   size_t waiters() const;
   // Blocks (really, up to `real_timeout`) until at least n threads wait on this clock.
   bool wait_for_waiters(size_t n, std::chrono::milliseconds real_timeout = std::chrono::seconds(5));
+  // How many wait_until calls have begun so far. A test that advances time can wait for this
+  // to grow to know the woken thread finished its step and parked again.
+  uint64_t waits_started() const;
+  bool wait_for_waits_started(uint64_t n,
+                              std::chrono::milliseconds real_timeout = std::chrono::seconds(5));
 
  private:
   mutable std::mutex mu_;
@@ -36,6 +42,7 @@ class FakeClock final : public Clock {
   std::chrono::system_clock::time_point wall_;              // GUARDED_BY(mu_)
   std::chrono::steady_clock::time_point steady_;            // GUARDED_BY(mu_)
   std::multiset<std::condition_variable*> waiters_;         // GUARDED_BY(mu_)
+  uint64_t waits_started_ = 0;                              // GUARDED_BY(mu_)
 };
 
 }  // namespace kube
