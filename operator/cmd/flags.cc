@@ -1,0 +1,114 @@
+#include "cmd/flags.h"
+
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+namespace operator_cmd {
+namespace {
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> normalize_args(int argc, const char* const* argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i > 0 && a.size() > 2 && a[0] == '-' && a[1] != '-' && std::isalpha(a[1]) &&
+        (std::isalpha(a[2]) || a[2] == '-' || a[2] == '_')) {
+      a = "-" + a;
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+ParseResult parse_flags(int argc, const char* const* argv,
+                        const std::optional<std::string>& kubeflow_namespace_env) {
+  Flags f;
+  std::string namespaces = kubeflow_namespace_env.value_or("");
+  CLI::App app{"korovod-operator: the MPIJob (kubeflow.org/v2beta1) controller of korovod",
+               "korovod-operator"};
+  app.get_formatter()->column_width(40);
+  app.add_option("--kubeconfig,--kubeConfig", f.kubeconfig,
+                 "Path to a kubeconfig; the KUBECONFIG env var overrides it. Empty: in-cluster "
+                 "service account, then ~/.kube/config");
+  app.add_option("--master", f.master, "API server URL; overrides the kubeconfig's server");
+  app.add_option("--namespace", namespaces,
+                 "Namespaces to watch, comma-separated; empty = all namespaces (default: "
+                 "$KUBEFLOW_NAMESPACE)");
+  app.add_option("--threadiness", f.threadiness, "MPIJobs reconciled in parallel")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--monitoring-port", f.monitoring_port,
+                 "Port of the Prometheus /metrics endpoint; 0 turns it off")
+      ->capture_default_str()->check(CLI::Range(0, 65535));
+  app.add_option("--health-port", f.health_port, "Port of /healthz and /readyz; 0 turns it off")
+      ->capture_default_str()->check(CLI::Range(0, 65535));
+  app.add_option("--gang-scheduling", f.gang_scheduling,
+                 "\"volcano\", or a scheduler-plugins scheduler name; empty = off");
+  app.add_flag("--leader-elect", f.leader_elect,
+               "Elect a leader through the Lease mpi-operator before reconciling (default true; --leader-elect=false turns it off)")
+      ->capture_default_str();
+  app.add_option("--lock-namespace", f.lock_namespace, "Namespace of the leader-election Lease")
+      ->capture_default_str();
+  app.add_option("--kube-api-qps", f.kube_api_qps, "Client-side rate limit on API requests")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--kube-api-burst", f.kube_api_burst, "Burst of the API rate limit")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--controller-queue-rate-limit", f.queue_rate_limit,
+                 "Overall requeue rate (per second) of the work queue")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--controller-queue-burst", f.queue_burst, "Burst of the work queue's rate")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--cluster-domain", f.cluster_domain,
+                 "Cluster DNS domain appended to host names, e.g. cluster.local");
+  app.add_option("--log-format", f.log_format, "text (key=value) or json")
+      ->capture_default_str()->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--log-level", f.log_level, "trace, debug, info, warning or error")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warning", "warn", "error"}));
+  app.add_option("--network-profile", f.network_profile,
+                 "Default network profile of MPIJobs without the korovod.io/network-profile "
+                 "annotation: none, tcp, roce or infiniband")
+      ->capture_default_str()->check(CLI::IsMember({"none", "tcp", "roce", "infiniband"}));
+  app.add_option("--worker-create-concurrency", f.worker_create_concurrency,
+                 "Worker pods of one MPIJob created in parallel")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_flag("--version", f.version, "Print the version and exit");
+  // Accepted for compatibility with the reference's manifests; ignored (korovod always logs to
+  // stderr, at --log-level).
+  bool ignored_bool = false;
+  std::string ignored;
+  app.add_flag("--alsologtostderr,--logtostderr", ignored_bool, "Ignored (klog compatibility)")
+      ->group("Compatibility");
+  app.add_option("--v,--stderrthreshold,--log_dir,--log-dir,--vmodule", ignored,
+                 "Ignored (klog compatibility)")->group("Compatibility");
+
+  std::vector<std::string> args = normalize_args(argc, argv);
+  std::vector<std::string> rev(args.rbegin(), args.rend() - 1);
+  ParseResult r;
+  try {
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    r.output = app.help();
+    return r;
+  } catch (const CLI::ParseError& e) {
+    r.exit_code = 2;
+    r.output = std::string("korovod-operator: ") + e.what() + "\nRun with --help for usage.\n";
+    return r;
+  }
+  f.namespaces = split_commas(namespaces);
+  r.flags = f;
+  return r;
+}
+
+}  // namespace operator_cmd

@@ -1,0 +1,153 @@
+// Unit tests of the controller wiring: owner mapping, metrics text, log lines, and the Manager
+// end to end against a MemoryClient (the local-mode configuration).
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "controller/leader_election.h"
+#include "controller/log.h"
+#include "controller/manager.h"
+#include "controller/metrics.h"
+#include "controller/owner_mapping.h"
+#include "kube/memory_client.h"
+#include "kube/object_meta.h"
+#include "mpijob/testing/fixtures.h"
+
+namespace controller {
+namespace {
+
+kube::Object owned(const std::string& name, const std::string& api, const std::string& kind,
+                   const std::string& owner, const std::string& uid = "u1") {
+  return {{"metadata",
+           {{"name", name},
+            {"namespace", "ns"},
+            {"uid", name + "-uid"},
+            {"ownerReferences",
+             {{{"apiVersion", api}, {"kind", kind}, {"name", owner}, {"uid", uid},
+               {"controller", true}}}}}}};
+}
+
+TEST(OwnerMapping, DirectMPIJobOwner) {
+  EXPECT_EQ(owning_mpijob_key(owned("pi-config", "kubeflow.org/v2beta1", "MPIJob", "pi"), nullptr),
+            "ns/pi");
+}
+
+TEST(OwnerMapping, OtherVersionsAndKindsAreIgnored) {
+  EXPECT_EQ(owning_mpijob_key(owned("x", "kubeflow.org/v1", "MPIJob", "pi"), nullptr),
+            std::nullopt);
+  EXPECT_EQ(owning_mpijob_key(owned("x", "apps/v1", "ReplicaSet", "rs"), nullptr), std::nullopt);
+  kube::Object no_owner = {{"metadata", {{"name", "x"}, {"namespace", "ns"}}}};
+  EXPECT_EQ(owning_mpijob_key(no_owner, nullptr), std::nullopt);
+}
+
+TEST(OwnerMapping, LauncherPodGoesThroughItsJob) {
+  const kube::Object job = owned("pi-launcher", "kubeflow.org/v2beta1", "MPIJob", "pi");
+  const kube::Object pod = owned("pi-launcher-abc", "batch/v1", "Job", "pi-launcher",
+                                 "pi-launcher-uid");
+  JobLookup lookup = [&](const std::string& ns, const std::string& name) -> std::optional<kube::Object> {
+    if (ns == "ns" && name == "pi-launcher") return job;
+    return std::nullopt;
+  };
+  EXPECT_EQ(owning_mpijob_key(pod, lookup), "ns/pi");
+  // A Job of the same name with another uid is not the pod's owner.
+  const kube::Object stale = owned("pi-launcher-abc", "batch/v1", "Job", "pi-launcher", "other");
+  EXPECT_EQ(owning_mpijob_key(stale, lookup), std::nullopt);
+  // Without a lookup (not a pod), a Job owner is not followed.
+  EXPECT_EQ(owning_mpijob_key(pod, nullptr), std::nullopt);
+}
+
+TEST(Metrics, RendersReferenceNamesAndExtras) {
+  OperatorMetrics m;
+  m.jobs_created();
+  m.jobs_created();
+  m.jobs_failed();
+  m.set_leader(true);
+  m.set_job_info("ns", "pi", "pi-launcher");
+  m.observe_reconcile(std::chrono::milliseconds(3));
+  m.set_queue_depth([] { return size_t{7}; });
+  const std::string text = m.render();
+  EXPECT_NE(text.find("mpi_operator_jobs_created_total 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mpi_operator_jobs_successful_total 0\n"), std::string::npos);
+  EXPECT_NE(text.find("mpi_operator_jobs_failed_total 1\n"), std::string::npos);
+  EXPECT_NE(text.find("mpi_operator_is_leader 1\n"), std::string::npos);
+  EXPECT_NE(text.find("mpi_operator_job_info{launcher=\"pi-launcher\",namespace=\"ns\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("mpi_operator_reconcile_duration_seconds_bucket{le=\"0.005\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("mpi_operator_reconcile_duration_seconds_count 1\n"), std::string::npos);
+  EXPECT_NE(text.find("mpi_operator_workqueue_depth 7\n"), std::string::npos);
+  m.remove_job_info("ns", "pi");
+  EXPECT_EQ(m.render().find("pi-launcher"), std::string::npos);
+}
+
+TEST(Log, TextAndJson) {
+  kube::RealClock clock;
+  std::ostringstream out;
+  Logger text(out, LogFormat::Text, LogLevel::Info, clock);
+  const std::string t = text.format(LogLevel::Info, "reconcile failed",
+                                    {{"mpijob", "ns/pi"}, {"error", "a \"b\""}});
+  EXPECT_NE(t.find(" level=info msg=\"reconcile failed\" mpijob=ns/pi error=\"a \\\"b\\\"\""),
+            std::string::npos) << t;
+  Logger json(out, LogFormat::Json, LogLevel::Info, clock);
+  const auto j = nlohmann::json::parse(json.format(LogLevel::Warning, "m", {{"k", "v"}}));
+  EXPECT_EQ(j["level"], "warning");
+  EXPECT_EQ(j["msg"], "m");
+  EXPECT_EQ(j["k"], "v");
+  text.debug("hidden");
+  EXPECT_TRUE(out.str().empty());
+  EXPECT_THROW(parse_log_format("xml"), std::invalid_argument);
+}
+
+TEST(LeaderElection, AcquireRenewRelease) {
+  kube::MemoryClient client;
+  kube::RealClock clock;
+  std::ostringstream sink;
+  Logger log(sink, LogFormat::Text, LogLevel::Error, clock);
+  LeaderElectionConfig a_cfg;
+  a_cfg.identity = "a";
+  LeaderElectionConfig b_cfg = a_cfg;
+  b_cfg.identity = "b";
+  LeaderElector a(client, a_cfg, clock, log), b(client, b_cfg, clock, log);
+  EXPECT_TRUE(a.try_acquire_or_renew());
+  EXPECT_FALSE(b.try_acquire_or_renew());  // a holds a live lease
+  EXPECT_TRUE(a.try_acquire_or_renew());   // renew
+  a.release();
+  EXPECT_TRUE(b.try_acquire_or_renew());   // released: no need to wait out the lease
+  auto lease = client.get(kube::resources::kLeases, "mpi-operator", "mpi-operator");
+  EXPECT_EQ(lease["spec"]["holderIdentity"], "b");
+  EXPECT_EQ(lease["spec"]["leaseTransitions"], 0);
+}
+
+TEST(Manager, ReconcilesAgainstMemoryClient) {
+  kube::MemoryClient client;
+  kube::RealClock clock;
+  kube::Object job = mpijob::testing::pi_job(3);
+  job["metadata"].erase("uid");
+  client.create(mpijob::kMPIJobs, "default", job);
+  ManagerOptions o;
+  o.namespaces = {"default"};
+  Manager m(client, o, clock);
+  std::jthread t([&](std::stop_token st) { m.run(st); });
+  bool ok = false;
+  for (int i = 0; i < 200 && !ok; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    try {
+      client.get(kube::resources::kPods, "default", "pi-worker-2");
+      client.get(kube::resources::kJobs, "default", "pi-launcher");
+      ok = true;
+    } catch (const kube::ApiError&) {
+    }
+  }
+  EXPECT_TRUE(ok);
+  EXPECT_TRUE(m.synced());
+  auto got = client.get(mpijob::kMPIJobs, "default", "pi");
+  EXPECT_FALSE(got["status"]["conditions"].empty()) << got.dump();
+  t.request_stop();
+  t.join();
+  EXPECT_FALSE(m.synced());
+  EXPECT_GT(m.reconciles(), 0u);
+}
+
+}  // namespace
+}  // namespace controller

@@ -1,0 +1,197 @@
+#include "controller/manager.h"
+
+#include <iostream>
+#include <thread>
+
+#include "controller/namespaced_cache.h"
+#include "controller/owner_mapping.h"
+#include "controller/recorder.h"
+#include "kube/object_meta.h"
+#include "kube/rate_limiter.h"
+#include "mpijob/builders.h"
+#include "mpijob/ssh_keys.h"
+#include "mpijob/types.h"
+
+namespace controller {
+namespace {
+
+const kube::Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses",
+                                      "PriorityClass", false};
+
+std::unique_ptr<kube::ItemRateLimiter> queue_limiter(const ManagerOptions& o, kube::Clock& clock) {
+  std::vector<std::unique_ptr<kube::ItemRateLimiter>> parts;
+  parts.push_back(std::make_unique<kube::ExponentialBackoff>(std::chrono::milliseconds(5),
+                                                             std::chrono::seconds(1000)));
+  parts.push_back(std::make_unique<kube::BucketRateLimiter>(o.queue_qps, o.queue_burst, clock));
+  return std::make_unique<kube::MaxOf>(std::move(parts));
+}
+
+}  // namespace
+
+std::vector<kube::Resource> watched_resources(const mpijob::ReconcilerOptions& options) {
+  std::vector<kube::Resource> r = {mpijob::kMPIJobs,          kube::resources::kConfigMaps,
+                                   kube::resources::kSecrets, kube::resources::kServices,
+                                   kube::resources::kJobs,    kube::resources::kPods,
+                                   kPriorityClasses};
+  if (!options.build.gang_scheduler.empty()) {
+    r.push_back(mpijob::pod_group_resource(options.build));
+  }
+  return r;
+}
+
+Manager::Manager(kube::Client& client, ManagerOptions options, kube::Clock& clock)
+    : client_(client), options_(std::move(options)), clock_(clock),
+      queue_(clock, queue_limiter(options_, clock)) {
+  if (!options_.log) {
+    own_log_ = std::make_unique<Logger>(std::cerr, LogFormat::Text, LogLevel::Warning, clock_);
+  }
+  log_ = options_.log ? options_.log : own_log_.get();
+  if (!options_.metrics) own_metrics_ = std::make_unique<OperatorMetrics>();
+  metrics_ = options_.metrics ? options_.metrics : own_metrics_.get();
+  if (!options_.recorder) {
+    own_recorder_ = std::make_unique<EventRecorder>(client_, *metrics_, *log_, clock_,
+                                                    options_.event_host);
+  }
+  if (!options_.keys) own_keys_ = std::make_unique<mpijob::OpenSslKeyGenerator>();
+  metrics_->set_queue_depth([this] { return queue_.len(); });
+
+  auto cache = std::make_unique<NamespacedCache>();
+  std::vector<std::string> namespaces = options_.namespaces;
+  if (namespaces.empty()) namespaces.push_back("");
+  for (const auto& r : watched_resources(options_.reconciler)) {
+    if (!r.namespaced) {
+      add_informer(r, "");
+      cache->add(r, "", informers_.back()->store());
+      continue;
+    }
+    for (const auto& ns : namespaces) {
+      add_informer(r, ns);
+      cache->add(r, ns, informers_.back()->store());
+    }
+  }
+  cache_ = std::move(cache);
+  reconciler_ = std::make_unique<mpijob::Reconciler>(
+      client_, *cache_, options_.keys ? *options_.keys : *own_keys_,
+      options_.recorder ? *options_.recorder : *own_recorder_, clock_, options_.reconciler);
+}
+
+Manager::~Manager() {
+  queue_.shut_down();
+  for (auto& inf : informers_) inf->stop();
+}
+
+void Manager::add_informer(const kube::Resource& r, const std::string& ns) {
+  kube::InformerOptions io;
+  io.watcher.ns = ns;
+  const std::string what = r.resource + (ns.empty() ? "" : " in " + ns);
+  io.watcher.on_error = [this, what](const std::string& e) {
+    log_->warning("watch failed; retrying", {{"resource", what}, {"error", e}});
+  };
+  auto inf = std::make_unique<kube::Informer>(client_, r, io, clock_);
+  if (r == mpijob::kMPIJobs) {
+    inf->on_add([this](const kube::Object& o) { queue_.add(kube::object_key(o)); });
+    inf->on_update([this](const kube::Object& old_obj, const kube::Object& new_obj) {
+      if (kube::resource_version_of(old_obj) == kube::resource_version_of(new_obj)) return;
+      queue_.add(kube::object_key(new_obj));
+    });
+    inf->on_delete([this](const kube::Object& o) {
+      metrics_->remove_job_info(kube::namespace_of(o), kube::name_of(o));
+    });
+  } else if (r.namespaced) {
+    const bool is_pod = r == kube::resources::kPods;
+    inf->on_add([this, is_pod](const kube::Object& o) { enqueue_owner(o, is_pod); });
+    inf->on_update([this, is_pod](const kube::Object& old_obj, const kube::Object& new_obj) {
+      if (kube::resource_version_of(old_obj) == kube::resource_version_of(new_obj)) return;
+      enqueue_owner(new_obj, is_pod);
+    });
+    inf->on_delete([this, is_pod](const kube::Object& o) { enqueue_owner(o, is_pod); });
+  }
+  informers_.push_back(std::move(inf));
+}
+
+void Manager::enqueue_owner(const kube::Object& obj, bool is_pod) {
+  JobLookup jobs;
+  if (is_pod) {
+    jobs = [this](const std::string& ns, const std::string& name) {
+      return cache_->get(kube::resources::kJobs, ns, name);
+    };
+  }
+  auto key = owning_mpijob_key(obj, jobs);
+  if (!key) return;
+  auto [ns, name] = kube::split_key(*key);
+  if (!cache_->get(mpijob::kMPIJobs, ns, name)) return;  // owner gone or not watched
+  queue_.add(*key);
+}
+
+void Manager::run(std::stop_token stop) {
+  log_->info("starting informers", {{"count", std::to_string(informers_.size())}});
+  for (auto& inf : informers_) inf->start();
+  const auto deadline = clock_.steady_now() + options_.cache_sync_timeout;
+  for (auto& inf : informers_) {
+    while (!inf->wait_for_sync(std::chrono::milliseconds(200))) {
+      if (stop.stop_requested()) {
+        for (auto& i : informers_) i->stop();
+        return;
+      }
+      if (clock_.steady_now() > deadline) {
+        for (auto& i : informers_) i->stop();
+        throw std::runtime_error("timed out waiting for the " + inf->resource().resource +
+                                 " cache to sync");
+      }
+    }
+  }
+  log_->info("caches synced; starting workers",
+             {{"threadiness", std::to_string(options_.threadiness)}});
+  std::vector<std::thread> workers;
+  for (int i = 0; i < std::max(1, options_.threadiness); ++i) workers.emplace_back([this] { worker(); });
+  synced_ = true;
+  {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    cv.wait(lock, stop, [] { return false; });
+  }
+  log_->info("stopping: finishing in-flight reconciles");
+  synced_ = false;
+  queue_.shut_down();  // get() returns nullopt; keys being reconciled finish first
+  for (auto& w : workers) w.join();
+  for (auto& inf : informers_) inf->stop();
+  log_->info("controller stopped", {{"reconciles", std::to_string(reconciles_)}});
+}
+
+void Manager::worker() {
+  while (auto key = queue_.get()) {
+    process(*key);
+    queue_.done(*key);
+  }
+}
+
+void Manager::process(const std::string& key) {
+  auto [ns, name] = kube::split_key(key);
+  const auto start = clock_.steady_now();
+  try {
+    mpijob::Result r = reconciler_->reconcile(ns, name);
+    metrics_->observe_reconcile(clock_.steady_now() - start);
+    ++reconciles_;
+    queue_.forget(key);
+    if (r.requeue_after) queue_.add_after(key, *r.requeue_after);
+    if (auto launcher = cache_->get(kube::resources::kJobs, ns, name + mpijob::kLauncherSuffix)) {
+      metrics_->set_job_info(ns, name, kube::name_of(*launcher));
+    }
+    if (log_->enabled(LogLevel::Debug)) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          clock_.steady_now() - start).count();
+      log_->debug("reconciled", {{"mpijob", key}, {"duration_ms", std::to_string(ms)}});
+    }
+  } catch (const std::exception& e) {
+    metrics_->observe_reconcile(clock_.steady_now() - start);
+    metrics_->reconcile_error();
+    ++reconciles_;
+    log_->error("reconcile failed; requeued with backoff",
+                {{"mpijob", key}, {"error", e.what()},
+                 {"requeues", std::to_string(queue_.num_requeues(key))}});
+    queue_.add_rate_limited(key);
+  }
+}
+
+}  // namespace controller

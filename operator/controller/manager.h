@@ -1,0 +1,93 @@
+// Manager: the MPIJob controller's wiring, shared by the korovod-operator binary (against a
+// RestClient) and local mode (against a MemoryClient).
+//
+//   Manager m(client, options, clock);
+//   std::jthread t([&](std::stop_token st) { m.run(st); });   // blocks until stop
+//
+// run() starts informers for MPIJob, ConfigMap, Secret, Service, Job, Pod, PriorityClass (and
+// PodGroup with gang scheduling) in every watched namespace, waits until they have synced,
+// then runs `threadiness` workers that take MPIJob keys from a rate-limited work queue and call
+// mpijob::Reconciler::reconcile. Events on owned objects enqueue their MPIJob (Pod -> Job ->
+// MPIJob for launcher pods). A failed reconcile is requeued with per-key exponential backoff
+// (5ms..1000s, max'ed with a token bucket); Result::requeue_after is honoured. On stop: no new
+// keys are handed out, in-flight reconciles finish, informers stop, run() returns.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "controller/log.h"
+#include "controller/metrics.h"
+#include "kube/client.h"
+#include "kube/clock.h"
+#include "kube/informer.h"
+#include "kube/workqueue.h"
+#include "mpijob/reconciler.h"
+
+namespace controller {
+
+struct ManagerOptions {
+  std::vector<std::string> namespaces;  // empty = all namespaces
+  int threadiness = 2;
+  double queue_qps = 10;  // --controller-queue-rate-limit
+  int queue_burst = 100;  // --controller-queue-burst
+  mpijob::ReconcilerOptions reconciler;  // cluster domain, gang scheduler, network, concurrency
+  std::chrono::seconds cache_sync_timeout{120};  // run() throws if caches do not sync in time
+  // Optional collaborators; the Manager makes its own when null.
+  Logger* log = nullptr;              // default: warnings and errors to stderr, text
+  OperatorMetrics* metrics = nullptr;
+  mpijob::Recorder* recorder = nullptr;    // default: core/v1 Events + metrics
+  mpijob::KeyGenerator* keys = nullptr;    // default: OpenSSL ECDSA P-521
+  std::string event_host;                  // Event.source.host
+};
+
+class Manager {
+ public:
+  Manager(kube::Client& client, ManagerOptions options, kube::Clock& clock);
+  ~Manager();
+  Manager(const Manager&) = delete;
+  Manager& operator=(const Manager&) = delete;
+
+  // Blocks until stop is requested; see the file comment. Throws std::runtime_error if the
+  // caches do not sync within cache_sync_timeout.
+  void run(std::stop_token stop);
+
+  bool synced() const { return synced_; }      // caches synced and workers running
+  size_t queue_depth() { return queue_.len(); }
+  uint64_t reconciles() const { return reconciles_; }
+  OperatorMetrics& metrics() { return *metrics_; }
+
+ private:
+  void add_informer(const kube::Resource& r, const std::string& ns);
+  void enqueue_owner(const kube::Object& obj, bool is_pod);
+  void worker();
+  void process(const std::string& key);
+
+  // Constant after construction.
+  kube::Client& client_;
+  const ManagerOptions options_;
+  kube::Clock& clock_;
+  std::unique_ptr<Logger> own_log_;
+  std::unique_ptr<OperatorMetrics> own_metrics_;
+  std::unique_ptr<mpijob::Recorder> own_recorder_;
+  std::unique_ptr<mpijob::KeyGenerator> own_keys_;
+  Logger* log_;
+  OperatorMetrics* metrics_;
+
+  kube::WorkQueue queue_;  // thread-safe
+  std::vector<std::unique_ptr<kube::Informer>> informers_;  // set up in the constructor
+  std::unique_ptr<mpijob::Cache> cache_;
+  std::unique_ptr<mpijob::Reconciler> reconciler_;
+  std::atomic<bool> synced_{false};
+  std::atomic<uint64_t> reconciles_{0};
+};
+
+// The resources the Manager watches for these options (for RBAC preflight and docs).
+std::vector<kube::Resource> watched_resources(const mpijob::ReconcilerOptions& options);
+
+}  // namespace controller

@@ -1,0 +1,65 @@
+// The operator's Prometheus metrics, rendered in the text exposition format for /metrics.
+// Names follow Kubeflow's mpi-operator, plus reconcile latency and queue depth:
+//
+//   mpi_operator_jobs_created_total, mpi_operator_jobs_successful_total,
+//   mpi_operator_jobs_failed_total                 counters
+//   mpi_operator_job_info{launcher,namespace}      gauge (1 per MPIJob with a launcher)
+//   mpi_operator_is_leader                         gauge
+//   mpi_operator_reconcile_duration_seconds        histogram
+//   mpi_operator_reconcile_errors_total            counter
+//   mpi_operator_workqueue_depth                   gauge (read from the queue at scrape time)
+//   mpi_operator_api_requests_total{verb}          counter (CountingClient)
+//
+// Thread-safe.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace controller {
+
+class OperatorMetrics {
+ public:
+  void jobs_created() { ++created_; }
+  void jobs_successful() { ++successful_; }
+  void jobs_failed() { ++failed_; }
+  void reconcile_error() { ++errors_; }
+  void set_leader(bool leader) { leader_ = leader; }
+  // mpi_operator_api_requests_total{verb}: requests this process sent to the API server.
+  void api_request(const std::string& verb);
+  // mpi_operator_job_info{launcher=<launcher>, namespace=<ns>} = 1; keyed by ns/job.
+  void set_job_info(const std::string& ns, const std::string& job, const std::string& launcher);
+  void remove_job_info(const std::string& ns, const std::string& job);
+  void observe_reconcile(std::chrono::nanoseconds d);
+  // Evaluated at render time.
+  void set_queue_depth(std::function<size_t()> depth);
+
+  std::string render() const;
+
+  uint64_t created() const { return created_; }
+  uint64_t successful() const { return successful_; }
+  uint64_t failed() const { return failed_; }
+
+ private:
+  static constexpr std::array<double, 12> kBuckets{0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                   0.25,  0.5,   1,    2.5,   5,    10};
+  std::atomic<uint64_t> created_{0}, successful_{0}, failed_{0}, errors_{0};
+  std::atomic<bool> leader_{false};
+
+  mutable std::mutex mu_;
+  std::map<std::string, std::pair<std::string, std::string>> job_info_;  // GUARDED_BY(mu_)
+  std::array<uint64_t, kBuckets.size()> bucket_counts_{};                // GUARDED_BY(mu_)
+  uint64_t reconcile_count_ = 0;                                         // GUARDED_BY(mu_)
+  double reconcile_sum_ = 0;                                             // GUARDED_BY(mu_)
+  std::function<size_t()> queue_depth_;                                  // GUARDED_BY(mu_)
+  std::map<std::string, uint64_t> api_requests_;                         // GUARDED_BY(mu_)
+};
+
+}  // namespace controller
