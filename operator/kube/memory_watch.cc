@@ -103,7 +103,9 @@ void WatchHub::record(Change change) {
     return !s || s->closed();
   });
   for (const auto& w : watchers_) {
-    if (auto ev = event_for(w.filter, change)) w.stream.lock()->push(std::move(*ev));
+    auto stream = w.stream.lock();  // may have been released since the sweep above
+    if (!stream) continue;
+    if (auto ev = event_for(w.filter, change)) stream->push(std::move(*ev));
   }
   history_.push_back(std::move(change));
   trim();
