@@ -34,6 +34,38 @@ LaunchSpec container_launch(const kube::Object& pod, const kube::Object& contain
   return spec;
 }
 
+EnvList local_pod_env(const fs::path& work_dir, bool as_root) {
+  EnvList env;
+  set_env(env, "KOROVOD_LOCAL_RUN", work_dir.string());
+  set_env(env, "KOROVOD_PODS_DIR", (work_dir / "pods").string());
+  set_env(env, "OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+  if (as_root) {
+    set_env(env, "OMPI_ALLOW_RUN_AS_ROOT", "1");
+    set_env(env, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+  }
+  return env;
+}
+
+std::string job_role(const kube::Object& pod) {
+  return field(field(pod, "metadata"), "labels").value("training.kubeflow.org/job-role", "");
+}
+
+bool is_default_sshd(const LaunchSpec& l) {
+  return l.command == std::vector<std::string>{"/usr/sbin/sshd", "-De"};
+}
+
+void wire_for_rsh_agent(const kube::Object& pod, LaunchSpec& launch, const fs::path& bin_dir) {
+  set_env(launch.env, "KOROVOD_POD_NAMESPACE", kube::namespace_of(pod));
+  const std::string role = job_role(pod);
+  if (role == "worker" && is_default_sshd(launch)) {
+    launch.command = {"/bin/sh", "-c",
+                      "echo \"local worker $(hostname): ready for mpirun (korovod-rsh)\"; "
+                      "exec sleep infinity"};
+  } else if (role == "launcher") {
+    set_env(launch.env, "OMPI_MCA_plm_rsh_agent", (bin_dir / "korovod-rsh").string());
+  }
+}
+
 void write_pod_context(const fs::path& pod_dir, const LaunchSpec& spec, Isolation isolation,
                        const std::string& bwrap_path) {
   kube::Object mounts = kube::Object::array();

@@ -23,6 +23,21 @@ LaunchSpec container_launch(const kube::Object& pod, const kube::Object& contain
                             const EnvList& container_env, const std::vector<Mount>& mounts,
                             const std::filesystem::path& pod_dir, const LaunchDefaults& defaults);
 
+// What every pod of a local runtime gets in its environment: KOROVOD_LOCAL_RUN (marks every
+// process of the run), KOROVOD_PODS_DIR (for the rsh agent), Open MPI's run-as-root consent
+// when running as root, and no cross-memory attach between ranks (pods have their own pid
+// namespaces).
+EnvList local_pod_env(const std::filesystem::path& work_dir, bool as_root);
+
+// The MPIJob wiring of the default (rsh agent) path: a worker whose command is the operator's
+// default `/usr/sbin/sshd -De` just stays up (mpirun reaches it through the agent), and the
+// launcher's mpirun gets OMPI_MCA_plm_rsh_agent=<bin_dir>/korovod-rsh.
+// Pods are recognized by the training.kubeflow.org/job-role label.
+void wire_for_rsh_agent(const kube::Object& pod, LaunchSpec& launch,
+                        const std::filesystem::path& bin_dir);
+bool is_default_sshd(const LaunchSpec& launch);
+std::string job_role(const kube::Object& pod);
+
 // <pod_dir>/context.json: the first container's spec without its command, plus isolation.
 void write_pod_context(const std::filesystem::path& pod_dir, const LaunchSpec& spec,
                        Isolation isolation, const std::string& bwrap_path);

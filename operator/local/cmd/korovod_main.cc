@@ -1,0 +1,118 @@
+// korovod: the user-facing binary of local mode (thin: parse flags, wire, run).
+//   korovod run FILE.yaml [--workers N] [--timeout D] [--keep] [--ssh] [--work-dir DIR]
+//   korovod kubelet --kubeconfig FILE [--node-name N] [--work-dir DIR]
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "kube/config.h"
+#include "kube/rest_client.h"
+#include "local/kubelet.h"
+#include "local/local_run.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// "90", "90s", "5m", "1h" -> seconds.
+std::chrono::seconds parse_duration(const std::string& s) {
+  size_t used = 0;
+  const long v = std::stol(s, &used);
+  const std::string unit = s.substr(used);
+  if (unit.empty() || unit == "s") return std::chrono::seconds(v);
+  if (unit == "m") return std::chrono::minutes(v);
+  if (unit == "h") return std::chrono::hours(v);
+  throw CLI::ValidationError("--timeout", "use a duration like 90s, 10m or 1h");
+}
+
+fs::path own_dir() { return fs::read_symlink("/proc/self/exe").parent_path(); }
+
+fs::path default_ssh_config_dir() {
+  if (const char* d = std::getenv("KOROVOD_SSH_CONFIG_DIR")) return d;
+  for (const fs::path& p : {own_dir() / "../share/korovod/ssh", fs::path(KOROVOD_SOURCE_DIR) / "docker/ssh"}) {
+    if (fs::exists(p / "sshd_config")) return p;
+  }
+  return fs::path(KOROVOD_SOURCE_DIR) / "docker/ssh";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"korovod: run MPIJobs on this machine (local mode) or serve pods of a cluster"};
+  app.require_subcommand(1);
+
+  local::RunOptions run;
+  std::string timeout = "0";
+  std::optional<int> workers;
+  auto* run_cmd = app.add_subcommand(
+      "run", "Run an MPIJob manifest on this machine with the operator's own reconciler; exit 0 "
+             "only when the MPIJob Succeeded (1 failed, 2 invalid, 124 timeout, 130 interrupted)");
+  run_cmd->add_option("file", run.manifest, "MPIJob manifest (YAML), the file kubectl apply takes")
+      ->required()->check(CLI::ExistingFile);
+  run_cmd->add_option("--workers", workers, "override the Worker replicas")->check(CLI::PositiveNumber);
+  run_cmd->add_option("--timeout", timeout, "give up after this long (90s, 10m, 1h; 0 = never)");
+  run_cmd->add_flag("--keep", run.keep, "keep the work directory (volumes, pod contexts)");
+  run_cmd->add_flag("--ssh", run.ssh, "reach workers through a real sshd per worker (the production path) instead of the rsh agent");
+  run_cmd->add_option("--work-dir", run.work_dir, "work directory (default: a new one under $TMPDIR)");
+
+  std::string kubeconfig, node_name;
+  fs::path kubelet_dir;
+  auto* kubelet_cmd = app.add_subcommand(
+      "kubelet", "Register a Node and run the pods bound to it as local processes, reporting "
+                 "status to a real API server");
+  kubelet_cmd->add_option("--kubeconfig", kubeconfig, "kubeconfig of the API server")->required();
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  node_name = host;
+  kubelet_cmd->add_option("--node-name", node_name, "Node name (default: the hostname)");
+  kubelet_cmd->add_option("--work-dir", kubelet_dir, "where pod volumes live (default: a new directory under $TMPDIR)");
+  CLI11_PARSE(app, argc, argv);
+
+  // Signals are taken by one thread: block them before any thread starts; pods unblock them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::atomic<bool> interrupted{false};
+  std::thread([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    std::cerr << "\nkorovod: " << (sig == SIGINT ? "interrupted" : "terminated")
+              << "; stopping every process of the job\n";
+    interrupted = true;
+  }).detach();
+
+  try {
+    if (*run_cmd) {
+      run.workers = workers;
+      run.timeout = parse_duration(timeout);
+      run.bin_dir = own_dir();
+      run.ssh_config_dir = default_ssh_config_dir();
+      return local::run_local(run, std::cout, std::cerr, interrupted);
+    }
+    local::KubeletOptions ko;
+    ko.node_name = node_name;
+    ko.bin_dir = own_dir();
+    if (kubelet_dir.empty()) {
+      std::string tmpl = (fs::temp_directory_path() / "korovod-kubelet-XXXXXX").string();
+      if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a work directory");
+      kubelet_dir = tmpl;
+    }
+    fs::create_directories(kubelet_dir);
+    ko.work_dir = fs::canonical(kubelet_dir);
+    kube::RealClock clock;
+    kube::RestClient client(kube::load_kubeconfig(kubeconfig), {}, clock);
+    return local::run_kubelet(client, clock, ko, interrupted, std::cout);
+  } catch (const std::exception& e) {
+    std::cerr << "korovod: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,221 @@
+#include "local/local_run.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "controller/manager.h"
+#include "kube/memory_client.h"
+#include "kube/object_meta.h"
+#include "local/job_controller.h"
+#include "local/pod_runtime.h"
+#include "local/ssh_mode.h"
+#include "local/yaml_json.h"
+#include "mpijob/builders.h"
+#include "mpijob/defaults.h"
+#include "mpijob/validation.h"
+
+namespace local {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+kube::Object read_mpijob(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  for (auto& doc : yaml_documents(text.str())) {
+    if (doc.value("kind", "") == "MPIJob") return doc;
+  }
+  throw std::runtime_error(path.string() + " has no MPIJob document");
+}
+
+
+// Prints what changed since the last call: objects created, pod phases, MPIJob conditions.
+class Progress {
+ public:
+  Progress(kube::Client& client, std::string ns, std::ostream& out, Clock::time_point start)
+      : client_(client), ns_(std::move(ns)), out_(out), start_(start) {}
+
+  void poll() {
+    for (const auto* r : {&kube::resources::kSecrets, &kube::resources::kConfigMaps,
+                          &kube::resources::kServices, &kube::resources::kJobs}) {
+      for (const auto& o : client_.list(*r, ns_, {}).items) note("created " + r->kind + " " + kube::name_of(o));
+    }
+    for (const auto& p : client_.list(kube::resources::kPods, ns_, {}).items) {
+      const std::string phase = field(p, "status").value("phase", "Pending");
+      const std::string role = job_role(p);
+      std::string what = role == "launcher" ? "launcher pod " : "worker pod ";
+      note(what + kube::name_of(p) + " " + (phase == "Running" && role == "launcher" ? "started" : phase));
+    }
+  }
+  void note(const std::string& line) {
+    if (!seen_.insert(line).second) return;
+    say(line);
+  }
+  void say(const std::string& line) {
+    const double s = std::chrono::duration<double>(Clock::now() - start_).count();
+    out_ << fmt::format("korovod: [{:6.1f}s] {}\n", s, line) << std::flush;
+  }
+
+ private:
+  kube::Client& client_;
+  const std::string ns_;
+  std::ostream& out_;
+  const Clock::time_point start_;
+  std::set<std::string> seen_;
+};
+
+const kube::Object* true_condition(const kube::Object& job, const std::string& type) {
+  for (const auto& c : field(field(job, "status"), "conditions")) {
+    if (c.value("type", "") == type && c.value("status", "") == "True") return &c;
+  }
+  return nullptr;
+}
+
+int summarize(const kube::Object& job, kube::Client& client, const std::string& ns,
+              const std::string& outcome, Clock::duration took, std::ostream& out) {
+  int restarts = field(job, "status").value("restartCount", 0);
+  int container_restarts = 0;
+  for (const auto& p : client.list(kube::resources::kPods, ns, {}).items) {
+    for (const auto& cs : field(field(p, "status"), "containerStatuses")) container_restarts += cs.value("restartCount", 0);
+  }
+  int launcher_failures = field(field(field(job, "status"), "replicaStatuses"), "Launcher").value("failed", 0);
+  std::string reason, message;
+  for (const char* type : {"Succeeded", "Failed"}) {
+    if (const auto* c = true_condition(job, type)) reason = c->value("reason", ""), message = c->value("message", "");
+  }
+  out << "korovod: ---- summary ----\n"
+      << "korovod: MPIJob " << ns << "/" << kube::name_of(job) << ": " << outcome << "\n"
+      << fmt::format("korovod: duration {:.1f}s\n", std::chrono::duration<double>(took).count())
+      << "korovod: restarts: " << restarts << " worker pod(s) recreated, " << launcher_failures
+      << " launcher failure(s), " << container_restarts << " container restart(s)\n";
+  if (!reason.empty()) out << "korovod: reason: " << reason << "\n";
+  if (!message.empty()) out << "korovod: message: " << message << "\n";
+  return outcome == "Succeeded" ? kExitSucceeded : kExitFailed;
+}
+
+}  // namespace
+
+int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
+              const std::atomic<bool>& interrupted) {
+  kube::Object obj = read_mpijob(o.manifest);
+  auto& meta = obj["metadata"];
+  if (!meta.contains("namespace")) meta["namespace"] = "default";
+  if (o.workers) obj["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = *o.workers;
+  {
+    mpijob::MPIJob job(obj);
+    mpijob::apply_defaults(job);
+    const auto errors = mpijob::validate(job);
+    if (!errors.empty()) {
+      err << "korovod: " << o.manifest.string() << " is not a valid MPIJob:\n";
+      for (const auto& e : errors) err << "  " << e.to_string() << "\n";
+      return kExitInvalid;
+    }
+  }
+  const std::string ns = meta["namespace"], name = meta.value("name", "");
+  const auto start = Clock::now();
+
+  fs::path work = o.work_dir;
+  if (work.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "korovod-run-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a work directory");
+    work = tmpl;
+  }
+  fs::create_directories(work);
+  work = fs::canonical(work);
+
+  RuntimeOptions ro;
+  ro.work_dir = work;
+  std::string why;
+  if (!bwrap_usable(ro.bwrap_path, &why)) {
+    ro.isolation = Isolation::Rewrite;
+    err << "korovod: bubblewrap is not usable here (" << why << "):\n"
+        << "korovod:   falling back to rewriting mount paths in commands and env; pods share the "
+           "host's hostname and mounts\n";
+  }
+  const char* host_path = std::getenv("PATH");
+  ro.defaults.host_path_env = host_path ? host_path : "/usr/local/bin:/usr/bin:/bin";
+  ro.defaults.path_prepend = {o.bin_dir.string()};
+  ro.defaults.extra_env = local_pod_env(work, geteuid() == 0);
+  set_env(ro.defaults.extra_env, "KOROVOD_POD_NAMESPACE", ns);
+  SshMode ssh(o.ssh_config_dir, work);
+  std::mutex out_mu;
+  ro.log = [&](const std::string& pod, const std::string&, const std::string& line) {
+    std::lock_guard<std::mutex> lock(out_mu);
+    out << "[" << pod << "] " << line << "\n" << std::flush;
+  };
+  ro.adjust = [&](const kube::Object& pod, const kube::Object&, LaunchSpec& launch) {
+    const std::string role = job_role(pod), pod_name = kube::name_of(pod);
+    mpijob::MPIJob job(obj);
+    const std::string ssh_path = job.ssh_auth_mount_path();
+    if (!o.ssh) {
+      wire_for_rsh_agent(pod, launch, o.bin_dir);
+    } else if (role == "worker" && is_default_sshd(launch)) {
+      ssh.adjust_worker(pod_name, mpijob::host_fqdn(job, pod_name, {}), ssh_path,
+                        work / "pods" / ns / pod_name, launch);
+    } else if (role == "launcher") {
+      ssh.adjust_launcher(launch, ro.isolation, ssh_path);
+    }
+  };
+
+  kube::RealClock clock;
+  kube::MemoryClient client(clock);
+  Progress progress(client, ns, out, start);
+  client.create(mpijob::kMPIJobs, ns, obj);
+  progress.say("MPIJob " + ns + "/" + name + " created (work dir " + work.string() + ", " +
+               (o.ssh ? "sshd per worker" : "rsh agent") + ")");
+
+  controller::Logger log(err, controller::LogFormat::Text, controller::LogLevel::Warning, clock);
+  controller::ManagerOptions mo;
+  mo.namespaces = {ns};
+  mo.threadiness = 1;
+  mo.log = &log;
+  controller::Manager manager(client, mo, clock);
+  std::stop_source stop;
+  std::jthread manager_thread([&](std::stop_token) { manager.run(stop.get_token()); });
+  PodRuntime runtime(client, clock, ro);
+  runtime.start();
+  JobController jobs(client, clock);
+
+  std::string outcome;
+  kube::Object final_job;
+  while (outcome.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    jobs.sync_all();
+    progress.poll();
+    final_job = client.get(mpijob::kMPIJobs, ns, name);
+    for (const char* c : {"Created", "Running", "Restarting"}) {
+      if (const auto* cond = true_condition(final_job, c)) progress.note("MPIJob " + std::string(c) + ": " + cond->value("message", ""));
+    }
+    if (true_condition(final_job, "Succeeded")) outcome = "Succeeded";
+    else if (true_condition(final_job, "Failed")) outcome = "Failed";
+    else if (interrupted) outcome = "Interrupted";
+    else if (o.timeout.count() > 0 && Clock::now() - start > o.timeout) outcome = "TimedOut";
+  }
+  progress.say("MPIJob " + outcome + "; stopping pods");
+  runtime.stop();
+  stop.request_stop();
+  manager_thread.join();
+  int code = summarize(final_job, client, ns, outcome, Clock::now() - start, out);
+  if (outcome == "Interrupted") code = kExitInterrupted;
+  if (outcome == "TimedOut") code = kExitTimeout;
+  if (o.keep) {
+    out << "korovod: work directory kept: " << work.string() << "\n";
+  } else {
+    std::error_code ec;
+    fs::remove_all(work, ec);
+  }
+  return code;
+}
+
+}  // namespace local

@@ -1,0 +1,37 @@
+// `korovod run FILE.yaml`: one MPIJob on this machine. The manifest is validated with the
+// operator's own validation, created in a MemoryClient, and driven by the operator's own
+// controller::Manager (informers, work queue, mpijob::Reconciler) plus the local pod runtime
+// and a minimal Job controller for the launcher Job. See operator/local/README.md.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+namespace local {
+
+struct RunOptions {
+  std::filesystem::path manifest;
+  std::optional<int> workers;          // overrides Worker replicas
+  std::chrono::seconds timeout{0};     // 0: no limit
+  bool keep = false;                   // keep the work directory
+  bool ssh = false;                    // real sshd per worker instead of the rsh agent
+  std::filesystem::path work_dir;      // "": a new directory under $TMPDIR
+  std::filesystem::path bin_dir;       // put in front of pods' PATH; holds korovod-rsh
+  std::filesystem::path ssh_config_dir;  // docker/ssh (sshd_config, ssh_config)
+};
+
+// Exit codes of `korovod run`.
+inline constexpr int kExitSucceeded = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitInvalid = 2;
+inline constexpr int kExitTimeout = 124;
+inline constexpr int kExitInterrupted = 130;
+
+int run_local(const RunOptions& options, std::ostream& out, std::ostream& err,
+              const std::atomic<bool>& interrupted);
+
+}  // namespace local

@@ -1,0 +1,27 @@
+# Shared by the local-mode e2e scripts: paths, a per-test work dir, assertions.
+# Env (set by CMakeLists.txt): KOROVOD_BIN_DIR, KOROVOD_SOURCE_DIR.
+set -euo pipefail
+: "${KOROVOD_BIN_DIR:?}" "${KOROVOD_SOURCE_DIR:?}"
+KOROVOD="$KOROVOD_BIN_DIR/korovod"
+MANIFESTS="$KOROVOD_SOURCE_DIR/tests/e2e/local/manifests"
+TEST_DIR=$(mktemp -d "${TMPDIR:-/tmp}/korovod-e2e-XXXXXX")
+trap 'rm -rf "$TEST_DIR"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_in() {  # expect_in FILE REGEX WHAT
+  grep -Eq -- "$2" "$1" || { cat "$1"; fail "$3: no line matching /$2/"; }
+}
+
+# Pids of processes whose environment names this run (every pod process carries
+# KOROVOD_LOCAL_RUN=<work dir>), or whose command line names the work dir.
+processes_of_run() {
+  local work=$1 pid
+  for pid in /proc/[0-9]*; do
+    pid=${pid#/proc/}
+    [[ $pid == "$$" ]] && continue
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "KOROVOD_LOCAL_RUN=$work" ||
+       tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$work/"; then
+      echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
+    fi
+  done
+}
