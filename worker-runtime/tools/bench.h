@@ -35,6 +35,7 @@ struct Row {
   double mpi_us = 0;
   double korovod_busbw_gbs = 0;
   double mpi_busbw_gbs = 0;
+  double memcpy_gbs = 0;  // one core copying `bytes` (rank 0 alone, same rotation), same run
   bool verified = false;
 };
 

@@ -16,14 +16,15 @@ namespace korovod::bench {
 std::string format_table(const std::vector<Row>& rows, int ranks, double cycle_time_ms) {
   std::string out = fmt::format("korovod-bench: {} ranks, cycle time {} ms, times are per operation (per step for fused)\n",
                                 ranks, cycle_time_ms);
-  out += fmt::format("{:<20} {:<9} {:>10} {:>12} {:>12} {:>10} {:>10} {:>8} {:>6}\n", "workload", "dtype", "size",
-                     "korovod_us", "mpi_us", "kv_GB/s", "mpi_GB/s", "ratio", "check");
+  out += fmt::format("{:<20} {:<9} {:>10} {:>12} {:>12} {:>10} {:>10} {:>8} {:>10} {:>8} {:>6}\n", "workload", "dtype",
+                     "size", "korovod_us", "mpi_us", "kv_GB/s", "mpi_GB/s", "ratio", "memcpy_GB/s", "kv/mcpy", "check");
   for (const Row& r : rows) {
     std::string size = r.bytes >= (1 << 20) ? fmt::format("{}MiB", r.bytes >> 20) : fmt::format("{}KiB", r.bytes >> 10);
     // ratio > 1: korovod faster. Bandwidth ratio == time ratio for the same bytes.
-    out += fmt::format("{:<20} {:<9} {:>10} {:>12.1f} {:>12.1f} {:>10.3f} {:>10.3f} {:>8.3f} {:>6}\n", r.workload,
-                       r.dtype, size, r.korovod_us, r.mpi_us, r.korovod_busbw_gbs, r.mpi_busbw_gbs,
-                       r.korovod_us > 0 ? r.mpi_us / r.korovod_us : 0.0, r.verified ? "ok" : "WRONG");
+    out += fmt::format("{:<20} {:<9} {:>10} {:>12.1f} {:>12.1f} {:>10.3f} {:>10.3f} {:>8.3f} {:>10.3f} {:>8.3f} {:>6}\n",
+                       r.workload, r.dtype, size, r.korovod_us, r.mpi_us, r.korovod_busbw_gbs, r.mpi_busbw_gbs,
+                       r.korovod_us > 0 ? r.mpi_us / r.korovod_us : 0.0, r.memcpy_gbs,
+                       r.memcpy_gbs > 0 ? r.korovod_busbw_gbs / r.memcpy_gbs : 0.0, r.verified ? "ok" : "WRONG");
   }
   return out;
 }
@@ -33,7 +34,7 @@ std::string to_json(const std::vector<Row>& rows, int ranks, double cycle_time_m
   for (const Row& r : rows) {
     j["rows"].push_back({{"workload", r.workload}, {"dtype", r.dtype}, {"bytes", r.bytes}, {"tensors", r.tensors},
                          {"korovod_us", r.korovod_us}, {"mpi_us", r.mpi_us},
-                         {"korovod_busbw_gbs", r.korovod_busbw_gbs}, {"mpi_busbw_gbs", r.mpi_busbw_gbs},
+                         {"korovod_busbw_gbs", r.korovod_busbw_gbs}, {"mpi_busbw_gbs", r.mpi_busbw_gbs}, {"memcpy_gbs", r.memcpy_gbs},
                          {"speedup_vs_mpi", r.korovod_us > 0 ? r.mpi_us / r.korovod_us : 0.0},
                          {"verified", r.verified}});
   }
@@ -76,6 +77,7 @@ int run(const bench::Options& o) {
   }
   const double cycle = runtime.config().cycle_time_ms;
   if (runtime.rank() == 0) {
+    fmt::print("korovod data planes, first enabled wins: {}\n", fmt::join(runtime.backend_names(), ", "));
     fmt::print("{}", bench::format_table(rows, runtime.size(), cycle));
     if (!o.json_path.empty()) std::ofstream(o.json_path) << bench::to_json(rows, runtime.size(), cycle) << "\n";
   }

@@ -30,6 +30,11 @@ struct Config {
   std::vector<int> thread_affinity;                       // core per local rank; empty = unset
   bool dynamic_process_sets = false;
   bool mpi_threads_disable = false;
+  // CPU data plane: "" (default: shared memory when every rank of a process set shares the
+  // host, else MPI), "mpi" (always MPI), "shm" (shared memory where possible, MPI elsewhere).
+  std::string cpu_operations;
+  int64_t shm_slot_bytes = 64 * 1024;  // one chunk slot of the shared-memory ring
+  int shm_slots = 8;                   // slots per rank: the pipeline depth
 };
 
 using EnvMap = std::map<std::string, std::string>;

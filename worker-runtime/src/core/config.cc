@@ -87,6 +87,18 @@ Status read_core_list(const EnvMap& env, std::vector<int>& out) {
   return Status::ok();
 }
 
+// Horovod's HOROVOD_CPU_OPERATIONS names the CPU data plane (mpi, gloo, ccl); korovod has mpi and
+// its own shared-memory path, and refuses the others rather than silently running something else.
+Status read_cpu_operations(const EnvMap& env, std::string& out) {
+  auto found = lookup(env, "CPU_OPERATIONS");
+  if (!found) return Status::ok();
+  std::string v = found->second;
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (v != "mpi" && v != "shm") return bad(found->first, found->second, "mpi or shm");
+  out = v;
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<Config> parse_config(const EnvMap& env) {
@@ -110,6 +122,10 @@ Result<Config> parse_config(const EnvMap& env) {
   KOROVOD_RETURN_IF_ERROR(read_core_list(env, c.thread_affinity));
   KOROVOD_RETURN_IF_ERROR(read_bool(env, "DYNAMIC_PROCESS_SETS", c.dynamic_process_sets));
   KOROVOD_RETURN_IF_ERROR(read_bool(env, "MPI_THREADS_DISABLE", c.mpi_threads_disable));
+  KOROVOD_RETURN_IF_ERROR(read_cpu_operations(env, c.cpu_operations));
+  KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "SHM_SLOT_BYTES", c.shm_slot_bytes, 4096));
+  KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "SHM_SLOTS", c.shm_slots, 4));
+  c.shm_slot_bytes = c.shm_slot_bytes / 4096 * 4096;  // whole pages: slots stay 64-byte aligned
   return c;
 }
 

@@ -140,6 +140,7 @@ Result<std::vector<Handle>> RuntimeImpl::enqueue(std::vector<CollectiveArgs> arg
     for (Handle created : handles) handles_.release(created);
     return st;
   }
+  notify_work();
   return handles;
 }
 

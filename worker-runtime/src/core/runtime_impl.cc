@@ -65,7 +65,20 @@ void RuntimeImpl::wait_for_next_cycle(std::chrono::steady_clock::time_point cycl
   const auto next = cycle_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                       std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
   std::unique_lock lock(state_mu_);
-  state_cv_.wait_until(lock, next, [&] { return shutdown_requested_.load(); });
+  // Horovod sleeps the remainder of cycle_time since the last cycle start. We do the same while
+  // tensors are pending (so tensors arriving together still fuse), but an engine with nothing
+  // pending wakes for the first new request: a lone small tensor then waits for no timer, and
+  // whatever arrives while that cycle runs is fused into the next one.
+  state_cv_.wait_until(lock, next, [&] { return shutdown_requested_.load() || (engine_idle_ && work_queued_); });
+  work_queued_ = false;
+}
+
+void RuntimeImpl::notify_work() {
+  {
+    std::lock_guard lock(state_mu_);
+    work_queued_ = true;
+  }
+  state_cv_.notify_all();
 }
 
 void RuntimeImpl::background_loop() {
@@ -97,6 +110,18 @@ void RuntimeImpl::background_loop() {
 
 bool RuntimeImpl::run_one_cycle() {
   bool apply_change = false;
+  // Idle after this cycle: no tensor is in negotiation (waiting for other ranks). Requests
+  // queued while this cycle ran do not count: they are exactly what should start the next cycle
+  // at once. Published on every exit path.
+  struct IdleUpdate {
+    RuntimeImpl& self;
+    ~IdleUpdate() {
+      bool idle = true;
+      for (const auto& set : self.sets_.members_in_id_order()) idle = idle && !set->queue.in_flight();
+      std::lock_guard lock(self.state_mu_);
+      self.engine_idle_ = idle;
+    }
+  } idle_update{*this};
   for (const auto& set : sets_.members_in_id_order()) {
     CycleInput input;
     input.requests = set->queue.pop_requests();

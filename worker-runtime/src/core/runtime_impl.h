@@ -45,6 +45,7 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   // runtime_impl.cc: the background loop
   void background_loop();
   void wait_for_next_cycle(std::chrono::steady_clock::time_point cycle_start);
+  void notify_work();  // caller threads: a request was queued
   bool run_one_cycle();  // false: leave the loop
   bool run_set_cycle(ProcessSet& set, bool& stop);
   void apply_set_change();
@@ -75,8 +76,12 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
 
   std::atomic<bool> running_{false};
   std::atomic<bool> shutdown_requested_{false};
-  mutable std::mutex state_mu_;  // guards fatal_, loop_exited_
-  std::condition_variable state_cv_;  // loop exit, shutdown wake-ups
+  mutable std::mutex state_mu_;  // guards fatal_, loop_exited_, work_queued_, engine_idle_
+  std::condition_variable state_cv_;  // loop exit, shutdown and new-work wake-ups
+  // A request queued since the loop last looked, and whether the last cycle had nothing to do:
+  // an idle engine starts a cycle as soon as work arrives instead of sleeping out cycle_time.
+  bool work_queued_ = false;
+  bool engine_idle_ = true;
   Status fatal_;                 // first background error, resurfaced on every later call
   bool loop_exited_ = false;
   std::unique_ptr<Watchdog> watchdog_;

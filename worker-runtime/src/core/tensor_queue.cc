@@ -39,6 +39,11 @@ std::optional<TensorEntry> TensorQueue::take(const std::string& name) {
   return e;
 }
 
+bool TensorQueue::in_flight() {
+  std::lock_guard lock(mu_);
+  return table_.size() > queue_.size();  // every queued request also has its table entry
+}
+
 std::vector<TensorEntry> TensorQueue::take_all() {
   std::lock_guard lock(mu_);
   std::vector<TensorEntry> out;

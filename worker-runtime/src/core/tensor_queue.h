@@ -30,6 +30,8 @@ class TensorQueue {
   std::vector<Request> pop_requests();
   std::optional<TensorEntry> take(const std::string& name);
   std::vector<TensorEntry> take_all();
+  // Some tensor has been handed to negotiation and not yet executed (waiting for other ranks).
+  bool in_flight();
 
  private:
   std::mutex mu_;  // guards table_ and queue_

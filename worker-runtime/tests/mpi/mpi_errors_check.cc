@@ -160,11 +160,17 @@ void check_timeline(Runtime&, Checker& c, const std::string& path) {
   for (const auto& rec : trace) {
     if (rec.contains("name") && rec["name"].is_string()) names.insert(rec["name"].get<std::string>());
   }
-  for (const char* expected : {"NEGOTIATE_ALLREDUCE", "ALLREDUCE", "MPI_ALLREDUCE", "MEMCPY_IN_FUSION_BUFFER",
-                               "MEMCPY_OUT_FUSION_BUFFER", "NEGOTIATE_ALLGATHER", "ALLGATHER", "MPI_ALLGATHER",
-                               "BROADCAST", "MPI_BCAST", "ALLTOALL", "REDUCESCATTER", "CYCLE_START",
+  for (const char* expected : {"NEGOTIATE_ALLREDUCE", "ALLREDUCE", "MEMCPY_IN_FUSION_BUFFER",
+                               "MEMCPY_OUT_FUSION_BUFFER", "NEGOTIATE_ALLGATHER", "ALLGATHER",
+                               "BROADCAST", "ALLTOALL", "REDUCESCATTER", "CYCLE_START",
                                "process_name", "process_sort_index", "INIT_FUSION_BUFFER"}) {
     MPI_CHECK(c, names.count(expected) == 1, "timeline lacks {}", expected);
+  }
+  // The backend op is named after the data plane that ran it (Horovod: MPI_ALLREDUCE,
+  // NCCL_ALLREDUCE, ...): SHM_* on one host by default, MPI_* with KOROVOD_CPU_OPERATIONS=mpi.
+  for (const char* op : {"ALLREDUCE", "ALLGATHER", "BCAST"}) {
+    MPI_CHECK(c, names.count(fmt::format("MPI_{}", op)) + names.count(fmt::format("SHM_{}", op)) >= 1,
+              "timeline lacks MPI_{} / SHM_{}", op, op);
   }
   std::remove(path.c_str());
 }

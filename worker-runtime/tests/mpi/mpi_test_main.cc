@@ -37,7 +37,11 @@ int run_dead_rank(int rank, int size) {
   auto rt = make_runtime(config);
   std::vector<float> x(4, 1.f);
   TensorView v{x.data(), DataType::kFloat32, {4}, kCpuDevice};
-  if (!rt || !rt->wait(*rt->allreduce("warmup", v, v)).is_ok()) return 1;
+  if (!rt) return 1;
+  if (Status warm = rt->wait(*rt->allreduce("warmup", v, v)); !warm.is_ok()) {
+    fmt::print("[rank {}] warmup allreduce failed: {}\n", rank, warm.to_string());
+    return 1;
+  }
   if (rank == size - 1) raise(SIGKILL);
   auto start = std::chrono::steady_clock::now();
   auto h = rt->allreduce("after_death", v, v);

@@ -2,6 +2,7 @@
 
 #include "korovod/mpi.h"
 #include "transport/mpi/mpi_providers.h"
+#include "transport/shm/shm_provider.h"
 
 namespace korovod {
 
@@ -23,7 +24,15 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
   if (!ctx.is_ok()) return ctx.status();
   RuntimeOptions options;
   options.config = std::move(config);
-  options.transport = std::make_shared<mpi::MpiTransportProvider>(*ctx);
+  auto transport = std::make_shared<mpi::MpiTransportProvider>(*ctx);
+  options.transport = transport;
+  // First enabled backend wins: shared memory for sets on one host (unless forced off), MPI for
+  // the rest and as the fallback.
+  if (options.config.cpu_operations != "mpi") {
+    const shm::Geometry geometry{static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots};
+    options.backends.push_back(std::make_shared<shm::ShmBackendProvider>(transport, geometry,
+                                                                         options.config.cpu_operations == "shm"));
+  }
   options.backends.push_back(std::make_shared<mpi::MpiBackendProvider>(*ctx));
   options.process_sets = std::move(process_sets);
   return options;

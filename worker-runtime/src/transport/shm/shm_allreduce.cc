@@ -1,0 +1,218 @@
+// Reductions on the shared-memory rings: allreduce (one hop / pipelined reduce-scatter +
+// allgather) and reducescatter.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/kernels.h"
+#include "transport/shm/shm_backend.h"
+
+namespace korovod::shm {
+namespace {
+
+constexpr int64_t kBlockBytes = 4096;  // reduction block: sources and result stay in L1
+constexpr int64_t kWideBlock = 1024;   // 16-bit floats widened per block
+
+struct Part {
+  int64_t off = 0, len = 0;
+};
+
+// Rank p's share of `len` elements: equal shares rounded up to whole cache lines, so owners
+// never write the same line; trailing ranks may get less or nothing. Same on every rank.
+Part part_of(int64_t len, int n, int p, int64_t elem) {
+  const int64_t line = static_cast<int64_t>(kCacheLine) / elem;
+  int64_t per = (len + n - 1) / n;
+  per = (per + line - 1) / line * line;
+  const int64_t off = std::min(len, per * p);
+  return {off, std::min(len, off + per) - off};
+}
+
+int64_t clamp_len(int64_t total, int64_t start, int64_t cap) { return std::clamp<int64_t>(total - start, 0, cap); }
+
+bool is_half(DataType d) { return d == DataType::kFloat16 || d == DataType::kBFloat16; }
+
+}  // namespace
+
+ShmBackend::ShmBackend(std::unique_ptr<Group> group) : group_(std::move(group)) {
+  if (group_) {
+    rank_ = group_->rank();
+    size_ = group_->size();
+  }
+  srcs_.resize(size_);
+  block_.resize(kBlockBytes);
+  wide_a_.resize(kWideBlock);
+  wide_b_.resize(kWideBlock);
+}
+
+Status ShmBackend::usable() const {
+  if (!group_) return Status::invalid_argument("shared-memory backend: the process set spans hosts");
+  if (group_->failed()) return Status::aborted("shared-memory backend: a rank of the process set failed earlier");
+  return Status::ok();
+}
+
+void ShmBackend::reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std::byte* dst2,
+                                const std::vector<const std::byte*>& srcs, int64_t count) {
+  const int64_t elem = element_size(dtype);
+  if (is_half(dtype)) {
+    const bool bf = dtype == DataType::kBFloat16;
+    auto widen = bf ? kernels::bfloat16_to_float32 : kernels::float16_to_float32;
+    auto narrow = bf ? kernels::float32_to_bfloat16 : kernels::float32_to_float16;
+    for (int64_t s = 0; s < count; s += kWideBlock) {
+      const int64_t n = std::min(kWideBlock, count - s);
+      widen(reinterpret_cast<const uint16_t*>(srcs[0]) + s, wide_a_.data(), n);
+      for (size_t j = 1; j < srcs.size(); ++j) {
+        widen(reinterpret_cast<const uint16_t*>(srcs[j]) + s, wide_b_.data(), n);
+        kernels::reduce_into(DataType::kFloat32, op, wide_a_.data(), wide_b_.data(), n);
+      }
+      narrow(wide_a_.data(), reinterpret_cast<uint16_t*>(dst) + s, n);
+      if (dst2) std::memcpy(dst2 + s * elem, dst + s * elem, static_cast<size_t>(n * elem));
+    }
+    return;
+  }
+  const int64_t per_block = kBlockBytes / elem;
+  for (int64_t s = 0; s < count; s += per_block) {
+    const int64_t n = std::min(per_block, count - s);
+    const size_t bytes = static_cast<size_t>(n * elem);
+    std::memcpy(block_.data(), srcs[0] + s * elem, bytes);
+    for (size_t j = 1; j < srcs.size(); ++j) kernels::reduce_into(dtype, op, block_.data(), srcs[j] + s * elem, n);
+    std::memcpy(dst + s * elem, block_.data(), bytes);
+    if (dst2) std::memcpy(dst2 + s * elem, block_.data(), bytes);
+  }
+}
+
+Status ShmBackend::allreduce(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op) {
+  KOROVOD_RETURN_IF_ERROR(usable());
+  const auto* s = static_cast<const std::byte*>(send);
+  auto* r = static_cast<std::byte*>(recv);
+  const int64_t bytes = count * element_size(dtype);
+  if (count == 0) return Status::ok();
+  if (size_ == 1) {
+    if (s != r) std::memcpy(r, s, static_cast<size_t>(bytes));
+    return Status::ok();
+  }
+  if (bytes <= std::min<int64_t>(kOneHopBytes, static_cast<int64_t>(group_->geometry().slot_bytes))) {
+    return one_hop_allreduce(s, r, count, dtype, op);
+  }
+  return ring_allreduce(s, r, count, dtype, op);
+}
+
+Status ShmBackend::one_hop_allreduce(const std::byte* send, std::byte* recv, int64_t count, DataType dtype,
+                                     ReduceOp op) {
+  Group& g = *group_;
+  const uint64_t k = round_++;
+  KOROVOD_RETURN_IF_ERROR(g.acquire_slot(k));
+  std::memcpy(g.slot(rank_, k), send, static_cast<size_t>(count * element_size(dtype)));
+  g.post(Counter::kPosted, k + 1);
+  KOROVOD_RETURN_IF_ERROR(g.wait_all(Counter::kPosted, k + 1));
+  // Every rank reduces the same slots in the same order: bitwise-identical results.
+  for (int j = 0; j < size_; ++j) srcs_[j] = g.slot(j, k);
+  reduce_sources(dtype, op, recv, nullptr, srcs_, count);
+  g.post(Counter::kConsumed, k + 1);
+  return Status::ok();
+}
+
+Status ShmBackend::ring_allreduce(const std::byte* send, std::byte* recv, int64_t count, DataType dtype,
+                                  ReduceOp op) {
+  Group& g = *group_;
+  const int64_t elem = element_size(dtype);
+  const int64_t per_round = static_cast<int64_t>(g.geometry().slot_bytes) / elem;
+  const int64_t rounds = (count + per_round - 1) / per_round;
+  const uint64_t base = round_;
+  round_ += static_cast<uint64_t>(rounds);
+  auto round_len = [&](int64_t t) { return clamp_len(count, t * per_round, per_round); };
+
+  // Copy-in of round t: the shares other ranks own (this rank's own share is read in place).
+  auto copy_in = [&](int64_t t) -> Status {
+    const uint64_t k = base + static_cast<uint64_t>(t);
+    KOROVOD_RETURN_IF_ERROR(g.acquire_slot(k));
+    const int64_t len = round_len(t);
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      const Part part = part_of(len, size_, p, elem);
+      std::memcpy(g.slot(rank_, k) + part.off * elem, send + (t * per_round + part.off) * elem,
+                  static_cast<size_t>(part.len * elem));
+    }
+    g.post(Counter::kPosted, k + 1);
+    return Status::ok();
+  };
+  // The owner reduces its share once, into the output and into its slot for the others.
+  auto reduce = [&](int64_t t) -> Status {
+    const uint64_t k = base + static_cast<uint64_t>(t);
+    KOROVOD_RETURN_IF_ERROR(g.wait_all(Counter::kPosted, k + 1));
+    const Part part = part_of(round_len(t), size_, rank_, elem);
+    const int64_t at = t * per_round + part.off;
+    for (int j = 0; j < size_; ++j) srcs_[j] = j == rank_ ? send + at * elem : g.slot(j, k) + part.off * elem;
+    reduce_sources(dtype, op, recv + at * elem, g.slot(rank_, k) + part.off * elem, srcs_, part.len);
+    g.post(Counter::kReduced, k + 1);
+    return Status::ok();
+  };
+  auto gather = [&](int64_t t) -> Status {
+    const uint64_t k = base + static_cast<uint64_t>(t);
+    KOROVOD_RETURN_IF_ERROR(g.wait_all(Counter::kReduced, k + 1));
+    const int64_t len = round_len(t);
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      const Part part = part_of(len, size_, p, elem);
+      std::memcpy(recv + (t * per_round + part.off) * elem, g.slot(p, k) + part.off * elem,
+                  static_cast<size_t>(part.len * elem));
+    }
+    g.post(Counter::kConsumed, k + 1);
+    return Status::ok();
+  };
+  // Software pipeline: while peers catch up on one stage this rank has another to work on.
+  for (int64_t t = 0; t < rounds + 2; ++t) {
+    if (t < rounds) KOROVOD_RETURN_IF_ERROR(copy_in(t));
+    if (t >= 1 && t - 1 < rounds) KOROVOD_RETURN_IF_ERROR(reduce(t - 1));
+    if (t >= 2) KOROVOD_RETURN_IF_ERROR(gather(t - 2));
+  }
+  return Status::ok();
+}
+
+Status ShmBackend::reducescatter(const void* send, void* recv, const std::vector<int64_t>& recv_counts,
+                                 DataType dtype, ReduceOp op) {
+  KOROVOD_RETURN_IF_ERROR(usable());
+  Group& g = *group_;
+  const auto* s = static_cast<const std::byte*>(send);
+  auto* r = static_cast<std::byte*>(recv);
+  const int64_t elem = element_size(dtype);
+  std::vector<int64_t> offsets(size_, 0);
+  for (int j = 1; j < size_; ++j) offsets[j] = offsets[j - 1] + recv_counts[j - 1];
+  if (size_ == 1) {
+    if (s != r) std::memcpy(r, s, static_cast<size_t>(recv_counts[0] * elem));
+    return Status::ok();
+  }
+  // Each slot holds one sub-region per destination rank, whole cache lines each.
+  const int64_t sub = (static_cast<int64_t>(g.geometry().slot_bytes) / size_) / 64 * 64 / elem;
+  const int64_t most = *std::max_element(recv_counts.begin(), recv_counts.end());
+  const int64_t rounds = (most + sub - 1) / sub;
+  const uint64_t base = round_;
+  round_ += static_cast<uint64_t>(rounds);
+  auto copy_in = [&](int64_t t) -> Status {
+    const uint64_t k = base + static_cast<uint64_t>(t);
+    KOROVOD_RETURN_IF_ERROR(g.acquire_slot(k));
+    for (int j = 0; j < size_; ++j) {
+      if (j == rank_) continue;
+      const int64_t len = clamp_len(recv_counts[j], t * sub, sub);
+      std::memcpy(g.slot(rank_, k) + j * sub * elem, s + (offsets[j] + t * sub) * elem, static_cast<size_t>(len * elem));
+    }
+    g.post(Counter::kPosted, k + 1);
+    return Status::ok();
+  };
+  auto reduce = [&](int64_t t) -> Status {
+    const uint64_t k = base + static_cast<uint64_t>(t);
+    KOROVOD_RETURN_IF_ERROR(g.wait_all(Counter::kPosted, k + 1));
+    const int64_t len = clamp_len(recv_counts[rank_], t * sub, sub);
+    for (int j = 0; j < size_; ++j) {
+      srcs_[j] = j == rank_ ? s + (offsets[rank_] + t * sub) * elem : g.slot(j, k) + rank_ * sub * elem;
+    }
+    reduce_sources(dtype, op, r + t * sub * elem, nullptr, srcs_, len);
+    g.post(Counter::kConsumed, k + 1);
+    return Status::ok();
+  };
+  for (int64_t t = 0; t < rounds + 1; ++t) {
+    if (t < rounds) KOROVOD_RETURN_IF_ERROR(copy_in(t));
+    if (t >= 1) KOROVOD_RETURN_IF_ERROR(reduce(t - 1));
+  }
+  return Status::ok();
+}
+
+}  // namespace korovod::shm

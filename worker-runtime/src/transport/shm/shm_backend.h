@@ -1,0 +1,62 @@
+// The shared-memory data plane of one process set whose members all share a host. Every
+// collective is a sequence of rounds over the ranks' slot rings; a round number is the same on
+// every rank (all ranks run the same collectives in the same order), so the counters in the
+// control blocks name rounds and never need resetting.
+//
+// allreduce: up to kOneHopBytes, one hop (each rank copies its data into its slot, everyone
+// reduces all slots in rank order: identical results); above, a pipelined reduce-scatter +
+// allgather by chunk: each chunk is reduced exactly once by its owner rank and copied out by all,
+// and copy-in of round t, reduction of round t-1 and copy-out of round t-2 overlap.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "korovod/transport.h"
+#include "transport/shm/shm_group.h"
+
+namespace korovod::shm {
+
+class ShmBackend final : public Backend {
+ public:
+  // group null: the set spans hosts (or shared memory was unusable), so this backend declines
+  // every tensor and the executor falls through to the next one (MPI).
+  explicit ShmBackend(std::unique_ptr<Group> group);
+
+  std::string name() const override { return "SHM"; }
+  bool enabled(int device) const override { return group_ != nullptr && device == kCpuDevice; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Status allreduce(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op) override;
+  Status allgatherv(const void* send, int64_t send_bytes, void* recv,
+                    const std::vector<int64_t>& recv_bytes) override;
+  Status broadcast(void* buffer, int64_t bytes, int root) override;
+  Status alltoallv(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
+                   const std::vector<int64_t>& recv_bytes) override;
+  Status reducescatter(const void* send, void* recv, const std::vector<int64_t>& recv_counts, DataType dtype,
+                       ReduceOp op) override;
+  Status barrier() override;
+
+  // One hop below this many bytes (measured: two ranks, see docs/benchmarks.md).
+  static constexpr int64_t kOneHopBytes = 32 * 1024;
+
+ private:
+  Status one_hop_allreduce(const std::byte* send, std::byte* recv, int64_t count, DataType dtype, ReduceOp op);
+  Status ring_allreduce(const std::byte* send, std::byte* recv, int64_t count, DataType dtype, ReduceOp op);
+  // dst (and dst2 when not null) = srcs[0] op srcs[1] op ... in rank order; every source is read
+  // before the block is written, so dst may alias a source. float16/bfloat16 accumulate in
+  // float32 and round once.
+  void reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std::byte* dst2,
+                      const std::vector<const std::byte*>& srcs, int64_t count);
+  Status usable() const;
+
+  std::unique_ptr<Group> group_;
+  int rank_ = 0;
+  int size_ = 1;
+  uint64_t round_ = 0;  // next round; advances identically on every rank
+  std::vector<const std::byte*> srcs_;  // per-call scratch, sized once
+  std::vector<std::byte> block_;        // one reduction block, stays in L1
+  std::vector<float> wide_a_, wide_b_;  // float32 accumulators for 16-bit floats
+};
+
+}  // namespace korovod::shm

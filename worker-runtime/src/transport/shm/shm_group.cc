@@ -1,0 +1,98 @@
+#include "transport/shm/shm_group.h"
+
+#include <fmt/format.h>
+#include <sched.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <fstream>
+#include <string>
+
+namespace korovod::shm {
+namespace {
+
+// Spin this many times before yielding: long enough to catch a peer that is running on another
+// core (a round is a few microseconds), short enough not to burn the time slice of a peer that
+// shares our core.
+constexpr int kSpins = 256;
+// How often a waiter looks at /proc for a dead peer: bounds the error latency after a crash.
+constexpr auto kLivenessPeriod = std::chrono::milliseconds(20);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// A killed process is first a zombie (kill(pid, 0) still succeeds) until its parent reaps it.
+bool process_alive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  size_t paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() ||
+         (line[paren + 2] != 'Z' && line[paren + 2] != 'X');
+}
+
+}  // namespace
+
+Group::Group(int rank, std::vector<Segment> segments, std::vector<pid_t> pids, Geometry geometry)
+    : rank_(rank), segments_(std::move(segments)), pids_(std::move(pids)), geometry_(geometry) {}
+
+Status Group::check_peers(int waited_for) {
+  for (int r = 0; r < size(); ++r) {
+    if (r != rank_ && segments_[r].counter(Counter::kAborted).load(std::memory_order_acquire) != 0) {
+      failed_ = true;
+      abort_all();
+      return Status::aborted(fmt::format(
+          "shared-memory collective: rank {} of the process set failed (waiting for rank {})", r, waited_for));
+    }
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_liveness_check_) return Status::ok();
+  next_liveness_check_ = now + kLivenessPeriod;
+  for (int r = 0; r < size(); ++r) {
+    if (r != rank_ && !process_alive(pids_[r])) {
+      failed_ = true;
+      abort_all();
+      return Status::aborted(fmt::format(
+          "shared-memory collective: rank {} of the process set (pid {}) has died", r, pids_[r]));
+    }
+  }
+  return Status::ok();
+}
+
+Status Group::wait(int rank, Counter c, uint64_t target) {
+  if (failed_) return Status::aborted("shared-memory collective: the process set failed earlier");
+  std::atomic_ref<uint64_t> word = segments_[rank].counter(c);
+  for (int i = 0; word.load(std::memory_order_acquire) < target; ++i) {
+    if (i < kSpins) {
+      cpu_relax();
+      continue;
+    }
+    sched_yield();
+    if ((i & 15) == 0) {
+      Status st = check_peers(rank);
+      if (!st.is_ok()) return st;
+    }
+  }
+  return Status::ok();
+}
+
+Status Group::wait_all(Counter c, uint64_t target) {
+  for (int r = 0; r < size(); ++r) {
+    if (r == rank_) continue;
+    Status st = wait(r, c, target);
+    if (!st.is_ok()) return st;
+  }
+  return Status::ok();
+}
+
+Status Group::acquire_slot(uint64_t round) {
+  const uint64_t slots = static_cast<uint64_t>(geometry_.slots);
+  if (round < slots) return Status::ok();
+  return wait_all(Counter::kConsumed, round - slots + 1);
+}
+
+}  // namespace korovod::shm

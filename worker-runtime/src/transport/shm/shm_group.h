@@ -1,0 +1,56 @@
+// The mapped segments of every member of one process set and the synchronisation on their
+// counters: release stores by the owner, acquire loads by the others, spin-then-yield waits
+// (ranks may outnumber free cores, so a waiter must give its core to the rank it waits for),
+// and failure detection while waiting (a peer's abort flag, or its process gone).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <vector>
+
+#include "transport/shm/shm_segment.h"
+
+namespace korovod::shm {
+
+struct Geometry {
+  size_t slot_bytes = 64 * 1024;
+  int slots = 8;
+  size_t segment_bytes() const { return kControlBytes + slot_bytes * static_cast<size_t>(slots); }
+};
+
+class Group {
+ public:
+  Group(int rank, std::vector<Segment> segments, std::vector<pid_t> pids, Geometry geometry);
+
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(segments_.size()); }
+  const Geometry& geometry() const { return geometry_; }
+
+  // Slot of `rank` used by round `round` (a ring: round % slots).
+  std::byte* slot(int rank, uint64_t round) const {
+    return segments_[rank].slots() + (round % static_cast<uint64_t>(geometry_.slots)) * geometry_.slot_bytes;
+  }
+  void post(Counter c, uint64_t value) { segments_[rank_].counter(c).store(value, std::memory_order_release); }
+  // Until `rank`'s counter reaches `target`; an error when a peer aborted or died meanwhile.
+  Status wait(int rank, Counter c, uint64_t target);
+  Status wait_all(Counter c, uint64_t target);  // every other member
+  // Before this rank writes its slot for `round`: every peer has finished reading the round
+  // that used the slot last.
+  Status acquire_slot(uint64_t round);
+  // Marks this rank failed, so that peers waiting on it stop with an error instead of hanging.
+  void abort_all() { post(Counter::kAborted, 1); }
+  bool failed() const { return failed_; }
+
+ private:
+  Status check_peers(int waited_for);
+
+  int rank_;
+  std::vector<Segment> segments_;
+  std::vector<pid_t> pids_;
+  Geometry geometry_;
+  bool failed_ = false;
+  std::chrono::steady_clock::time_point next_liveness_check_{};
+};
+
+}  // namespace korovod::shm

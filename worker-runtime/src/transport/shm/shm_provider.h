@@ -1,0 +1,34 @@
+// Creates the shared-memory backend of a process set. Rendezvous goes through the control
+// plane the runtime already has (MPI today, the TCP store later): the members compare host
+// identities, each creates and pre-faults its segment, they exchange names, map each other's,
+// and unlink the names as soon as everyone has mapped them.
+#pragma once
+
+#include <memory>
+
+#include "korovod/transport.h"
+#include "transport/shm/shm_group.h"
+
+namespace korovod::shm {
+
+class ShmBackendProvider final : public BackendProvider {
+ public:
+  // forced (KOROVOD_CPU_OPERATIONS=shm): failing to set up shared memory on one host is an
+  // error; otherwise the set quietly uses the next backend.
+  ShmBackendProvider(std::shared_ptr<TransportProvider> transport, Geometry geometry, bool forced)
+      : transport_(std::move(transport)), geometry_(geometry), forced_(forced) {}
+  std::string name() const override { return "SHM"; }
+  Result<std::unique_ptr<Backend>> create_backend(const std::vector<int>& global_ranks, int set_id) override;
+
+ private:
+  std::shared_ptr<TransportProvider> transport_;
+  Geometry geometry_;
+  bool forced_;
+  int created_ = 0;  // segments created by this provider: part of the unique name
+};
+
+// Host identity: hostname plus kernel boot id, so two containers named alike on different
+// machines are not mistaken for one host.
+std::string host_identity();
+
+}  // namespace korovod::shm

@@ -1,0 +1,52 @@
+// One rank's shared segment: a control block of counters (one per cache line) followed by a ring
+// of chunk slots. Created once per process set and pre-faulted, so a collective never allocates
+// or takes a page fault. The name is unlinked as soon as every rank has mapped it: after that
+// nothing is left in /dev/shm even if the job is killed with SIGKILL.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "korovod/status.h"
+
+namespace korovod::shm {
+
+// Counters hold absolute round numbers ("round k done" is k + 1), so they only grow, need no
+// reset between collectives, and an algorithm that skips one in a round leaves no stale state.
+enum class Counter : int { kPosted = 0, kReduced = 1, kConsumed = 2, kAborted = 3 };
+inline constexpr int kCounters = 4;
+inline constexpr size_t kCacheLine = 64;
+inline constexpr size_t kControlBytes = 4096;  // slots start page-aligned
+
+class Segment {
+ public:
+  Segment() = default;
+  ~Segment();
+  Segment(Segment&& other) noexcept;
+  Segment& operator=(Segment&& other) noexcept;
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  // Creates (O_EXCL), sizes, maps and pre-faults a new segment under `name`.
+  static Result<Segment> create(const std::string& name, size_t bytes);
+  // Maps a peer's segment (MAP_POPULATE: faulted in now, not during a collective).
+  static Result<Segment> open(const std::string& name, size_t bytes);
+  // Removes the name; the mapping stays valid until unmapped.
+  void unlink();
+
+  std::atomic_ref<uint64_t> counter(Counter c) const {
+    return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(base_ + static_cast<int>(c) * kCacheLine));
+  }
+  std::byte* slots() const { return base_ + kControlBytes; }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::byte* base_ = nullptr;
+  size_t bytes_ = 0;
+  std::string name_;
+  bool linked_ = false;  // this process created the name and has not unlinked it yet
+};
+
+}  // namespace korovod::shm
