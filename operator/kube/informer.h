@@ -3,7 +3,8 @@
 //
 // Register handlers before start(). Handlers run on the informer thread, one at a time; an
 // exception from a handler is reported through WatcherOptions::on_error and swallowed, so one
-// bad handler cannot stop the cache. A relist reports new objects as adds, changed ones
+// bad handler cannot stop the cache. Handlers see objects as the store keeps them (by default
+// without metadata.managedFields); on_delete gets the server's final state. A relist reports new objects as adds, changed ones
 // (different resourceVersion) as updates and vanished ones as deletes.
 #pragma once
 
