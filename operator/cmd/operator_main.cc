@@ -4,7 +4,10 @@
 // verb; exit 1 with a message naming what is missing) -> leader election (Lease) -> Manager.
 // SIGTERM/SIGINT: stop taking work, finish in-flight reconciles, release the Lease, exit 0.
 // Losing the Lease is fatal (exit 1), as in the reference: another replica leads now.
+#include <atomic>
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
 #include <cstdlib>
 #include <iostream>
 #include <random>
@@ -16,7 +19,6 @@
 
 #include "cmd/flags.h"
 #include "controller/counting_client.h"
-#include "controller/leader_election.h"
 #include "controller/log.h"
 #include "controller/manager.h"
 #include "controller/metrics.h"
@@ -24,6 +26,7 @@
 #include "controller/recorder.h"
 #include "kube/config.h"
 #include "kube/http_server.h"
+#include "kube/leader_election.h"
 #include "kube/rest_client.h"
 #include "mpijob/ssh_keys.h"
 
@@ -110,7 +113,6 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
     }
   } catch (const controller::PreflightError& e) {
     log.error(e.what());
-    std::cerr << "korovod-operator: " << e.what() << std::endl;
     return 1;
   } catch (const kube::ApiError& e) {
     log.error("cannot reach the API server", {{"server", config.server}, {"error", e.what()}});
@@ -131,10 +133,37 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
   mo.event_host = hostname();
   controller::Manager manager(client, mo, clock);
 
-  controller::LeaderElectionConfig lc;
-  lc.lock_namespace = flags.lock_namespace;
+  // Leader election on Lease mpi-operator (the reference's 15s / 5s / 3s). Losing the lease
+  // while running is fatal: another replica leads now.
+  std::mutex lead_mu;
+  std::condition_variable_any lead_cv;
+  bool leading = false;            // GUARDED_BY(lead_mu)
+  std::atomic<bool> stopping{false};
+  kube::LeaderElectionConfig lc;
+  lc.lease_namespace = flags.lock_namespace;
+  lc.lease_name = "mpi-operator";
   lc.identity = identity;
-  controller::LeaderElector elector(client, lc, clock, log);
+  lc.lease_duration = std::chrono::seconds(15);
+  lc.renew_deadline = std::chrono::seconds(5);
+  lc.retry_period = std::chrono::seconds(3);
+  lc.release_on_stop = true;
+  lc.on_started_leading = [&] {
+    log.info("successfully acquired lease", {{"lease", flags.lock_namespace + "/mpi-operator"},
+                                             {"identity", identity}});
+    std::lock_guard lock(lead_mu);
+    leading = true;
+    lead_cv.notify_all();
+  };
+  lc.on_stopped_leading = [&] {
+    if (stopping) return;
+    log.error("leader election lost; exiting", {{"identity", identity}});
+    std::_Exit(1);
+  };
+  lc.on_new_leader = [&](const std::string& who) {
+    if (who != identity) log.info("new leader elected", {{"leader", who}});
+  };
+  lc.on_error = [&](const std::string& e) { log.warning("leader election", {{"error", e}}); };
+  kube::LeaderElector elector(client, lc, clock);
 
   // Probes and metrics.
   std::unique_ptr<kube::HttpServer> health, monitoring;
@@ -144,9 +173,9 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
                             : kube::CheckResult::failed("caches not synced yet");
   };
   auto alive = [&]() -> kube::CheckResult {
-    if (flags.leader_elect && elector.is_leader() &&
-        elector.since_last_renew() > lc.lease_duration + std::chrono::seconds(20)) {
-      return kube::CheckResult::failed("leader lease not renewed");
+    std::lock_guard lock(lead_mu);
+    if (flags.leader_elect && leading && !elector.is_leader() && !stopping) {
+      return kube::CheckResult::failed("leader lease lost");
     }
     return kube::CheckResult::healthy();
   };
@@ -178,23 +207,27 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
   std::jthread signals(
       [&](std::stop_token) { wait_for_signal(stop, signal_done.get_token(), log); });
 
-  std::jthread renewer;
+  std::jthread election;
   if (flags.leader_elect) {
-    if (!elector.acquire(stop.get_token())) {
+    log.info("attempting to acquire leader lease",
+             {{"lease", flags.lock_namespace + "/mpi-operator"}, {"identity", identity}});
+    election = std::jthread([&] { elector.run(); });
+    bool led = false;
+    {
+      std::unique_lock lock(lead_mu);
+      auto token = stop.get_token();
+      led = lead_cv.wait(lock, token, [&] { return leading; });
+    }
+    if (!led) {
       log.info("stopped before becoming leader");
+      stopping = true;
+      elector.stop();
+      election.join();
       signal_done.request_stop();
       return 0;
     }
-    metrics.set_leader(true);
-    renewer = std::jthread([&](std::stop_token) {
-      elector.keep_renewing(stop.get_token(), [&] {
-        log.error("leader election lost; exiting", {{"identity", identity}});
-        std::_Exit(1);
-      });
-    });
-  } else {
-    metrics.set_leader(true);
   }
+  metrics.set_leader(true);
 
   int code = 0;
   try {
@@ -204,8 +237,12 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
     code = 1;
   }
   stop.request_stop();
-  if (renewer.joinable()) renewer.join();
-  if (flags.leader_elect) elector.release();
+  stopping = true;
+  if (election.joinable()) {
+    elector.stop();  // releases the lease
+    election.join();
+    log.info("released leader lease", {{"identity", identity}});
+  }
   metrics.set_leader(false);
   signal_done.request_stop();
   if (monitoring) monitoring->stop();

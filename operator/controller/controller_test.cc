@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include "controller/leader_election.h"
 #include "controller/log.h"
 #include "controller/manager.h"
 #include "controller/metrics.h"
@@ -97,26 +96,6 @@ TEST(Log, TextAndJson) {
   text.debug("hidden");
   EXPECT_TRUE(out.str().empty());
   EXPECT_THROW(parse_log_format("xml"), std::invalid_argument);
-}
-
-TEST(LeaderElection, AcquireRenewRelease) {
-  kube::MemoryClient client;
-  kube::RealClock clock;
-  std::ostringstream sink;
-  Logger log(sink, LogFormat::Text, LogLevel::Error, clock);
-  LeaderElectionConfig a_cfg;
-  a_cfg.identity = "a";
-  LeaderElectionConfig b_cfg = a_cfg;
-  b_cfg.identity = "b";
-  LeaderElector a(client, a_cfg, clock, log), b(client, b_cfg, clock, log);
-  EXPECT_TRUE(a.try_acquire_or_renew());
-  EXPECT_FALSE(b.try_acquire_or_renew());  // a holds a live lease
-  EXPECT_TRUE(a.try_acquire_or_renew());   // renew
-  a.release();
-  EXPECT_TRUE(b.try_acquire_or_renew());   // released: no need to wait out the lease
-  auto lease = client.get(kube::resources::kLeases, "mpi-operator", "mpi-operator");
-  EXPECT_EQ(lease["spec"]["holderIdentity"], "b");
-  EXPECT_EQ(lease["spec"]["leaseTransitions"], 0);
 }
 
 TEST(Manager, ReconcilesAgainstMemoryClient) {
