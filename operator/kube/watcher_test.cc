@@ -96,6 +96,17 @@ TEST_F(WatcherTest, RelistsAfterGone) {
   EXPECT_NE(errors[0].find("410"), std::string::npos);
 }
 
+TEST_F(WatcherTest, RelistsAtOnceWhenWatchRequestFailsWithGone) {
+  Watcher w(client, kPods, opts, clock);
+  expect_event(w);
+  client.fail_next(Verb::Watch, 1, gone_error("too old resource version"));
+  client.create(kPods, "ns", named("a"));
+  const auto ev = expect_event(w);  // no clock advance needed: a 410 does not back off
+  EXPECT_EQ(ev.type, E::Restarted);
+  EXPECT_EQ(ev.objects.size(), 1u);
+  EXPECT_EQ(client.request_count(Verb::List), 2);
+}
+
 TEST_F(WatcherTest, BacksOffExponentiallyOnListErrors) {
   client.fail_next(Verb::List, 2, ApiError(500, "InternalError", "etcd down"));
   Watcher w(client, kPods, opts, clock);
