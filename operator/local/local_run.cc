@@ -157,6 +157,7 @@ int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
   ro.adjust = [&](const kube::Object& pod, const kube::Object&, LaunchSpec& launch) {
     const std::string role = job_role(pod), pod_name = kube::name_of(pod);
     mpijob::MPIJob job(obj);
+    mpijob::apply_defaults(job);
     const std::string ssh_path = job.ssh_auth_mount_path();
     if (!o.ssh) {
       wire_for_rsh_agent(pod, launch, o.bin_dir);
@@ -164,7 +165,12 @@ int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
       ssh.adjust_worker(pod_name, mpijob::host_fqdn(job, pod_name, {}), ssh_path,
                         work / "pods" / ns / pod_name, launch);
     } else if (role == "launcher") {
-      ssh.adjust_launcher(launch, ro.isolation, ssh_path);
+      std::vector<std::pair<std::string, std::string>> workers;
+      for (int32_t i = 0; i < job.replicas(mpijob::ReplicaType::Worker); ++i) {
+        const std::string w = mpijob::worker_name(job, i);
+        workers.emplace_back(w, mpijob::host_fqdn(job, w, {}));
+      }
+      ssh.adjust_launcher(launch, ro.isolation, ssh_path, workers);
     }
   };
 
@@ -175,7 +181,9 @@ int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
   progress.say("MPIJob " + ns + "/" + name + " created (work dir " + work.string() + ", " +
                (o.ssh ? "sshd per worker" : "rsh agent") + ")");
 
-  controller::Logger log(err, controller::LogFormat::Text, controller::LogLevel::Warning, clock);
+  // The operator's own log (conflict retries, events) goes to a file; progress lines tell the story.
+  std::ofstream operator_log(work / "operator.log");
+  controller::Logger log(operator_log, controller::LogFormat::Text, controller::LogLevel::Info, clock);
   controller::ManagerOptions mo;
   mo.namespaces = {ns};
   mo.threadiness = 1;

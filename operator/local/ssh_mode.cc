@@ -43,11 +43,7 @@ void SshMode::adjust_worker(const std::string& pod, const std::string& fqdn,
   const std::string keygen = "ssh-keygen -q -t ed25519 -N '' -f '" + key.string() + "' </dev/null >/dev/null";
   if (std::system(keygen.c_str()) != 0) throw std::runtime_error("ssh-keygen failed for " + pod);
   fs::create_directories("/run/sshd");  // sshd's privilege separation directory
-  const int port = free_loopback_port();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    hosts_[pod] = {fqdn, port};
-  }
+  const int port = port_for(pod, fqdn);
   launch.command = {"/usr/sbin/sshd", "-De",
                     "-f", (config_dir_ / "sshd_config").string(),
                     "-p", std::to_string(port),
@@ -57,6 +53,13 @@ void SshMode::adjust_worker(const std::string& pod, const std::string& fqdn,
                     "-o", "PidFile=none",
                     "-o", "AuthorizedKeysFile=" + ssh_mount_path + "/authorized_keys",
                     "-o", "SetEnv=" + sshd_setenv(launch.env)};
+}
+
+int SshMode::port_for(const std::string& pod, const std::string& fqdn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = hosts_.find(pod);
+  if (it == hosts_.end()) it = hosts_.emplace(pod, std::make_pair(fqdn, free_loopback_port())).first;
+  return it->second.second;
 }
 
 std::string SshMode::ssh_config() const {
@@ -77,7 +80,9 @@ std::string SshMode::ssh_config() const {
 }
 
 void SshMode::adjust_launcher(LaunchSpec& launch, Isolation isolation,
-                              const std::string& ssh_mount_path) {
+                              const std::string& ssh_mount_path,
+                              const std::vector<std::pair<std::string, std::string>>& workers) {
+  for (const auto& [pod, fqdn] : workers) port_for(pod, fqdn);
   const fs::path path = work_dir_ / "ssh_config";
   std::ofstream(path) << ssh_config();
   if (isolation == Isolation::Bwrap) {

@@ -29,12 +29,16 @@ class SshMode {
   void adjust_worker(const std::string& pod, const std::string& fqdn,
                      const std::string& ssh_mount_path, const std::filesystem::path& pod_dir,
                      LaunchSpec& launch);
-  // Launcher: mounts the generated ssh_config; with no bwrap, points the rsh agent at it.
-  void adjust_launcher(LaunchSpec& launch, Isolation isolation,
-                       const std::string& ssh_mount_path);
+  // Launcher: mounts the generated ssh_config naming every worker (pod, fqdn); with no bwrap,
+  // points the rsh agent at it.
+  void adjust_launcher(LaunchSpec& launch, Isolation isolation, const std::string& ssh_mount_path,
+                       const std::vector<std::pair<std::string, std::string>>& workers);
 
   // The ssh_config text for the workers registered so far.
   std::string ssh_config() const;
+  // The loopback port of a worker pod, chosen on first use and kept for pods of that name, so
+  // the launcher's ssh_config stays right whichever pod starts first and across restarts.
+  int port_for(const std::string& pod, const std::string& fqdn);
 
  private:
   const std::filesystem::path config_dir_, work_dir_;
