@@ -55,11 +55,13 @@ class Progress {
       const std::string phase = field(p, "status").value("phase", "Pending");
       const std::string role = job_role(p);
       std::string what = role == "launcher" ? "launcher pod " : "worker pod ";
-      note(what + kube::name_of(p) + " " + (phase == "Running" && role == "launcher" ? "started" : phase));
+      note(kube::uid_of(p) + phase,
+           what + kube::name_of(p) + " " + (phase == "Running" && role == "launcher" ? "started" : phase));
     }
   }
-  void note(const std::string& line) {
-    if (!seen_.insert(line).second) return;
+  void note(const std::string& line) { note(line, line); }
+  void note(const std::string& key, const std::string& line) {
+    if (!seen_.insert(key).second) return;
     say(line);
   }
   void say(const std::string& line) {

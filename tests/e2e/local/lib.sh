@@ -19,9 +19,9 @@ processes_of_run() {
   for pid in /proc/[0-9]*; do
     pid=${pid#/proc/}
     [[ $pid == "$$" ]] && continue
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "KOROVOD_LOCAL_RUN=$work" ||
-       tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$work/"; then
-      echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
-    fi
+    { if tr '\0' '\n' <"/proc/$pid/environ" | grep -qxF "KOROVOD_LOCAL_RUN=$work" ||
+         tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$work/"; then
+        echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline")"
+      fi; } 2>/dev/null
   done
 }

@@ -10,8 +10,9 @@ code=$?
 set -e
 cat "$TEST_DIR/out"
 [[ $code == 1 ]] || fail "exit code $code, want 1 (MPIJob Failed)"
-expect_in "$TEST_DIR/out" 'MPIJob Restarting: .*is restarting crash-worker-0' "restart event"
+crashes=$(grep -c '^\[crash-worker-0\] worker crashing$' "$TEST_DIR/out" || true)
+[[ $crashes == 2 ]] || fail "worker ran $crashes times, want 2 (the pod, then its one replacement)"
+expect_in "$TEST_DIR/out" 'worker pod crash-worker-0 Failed$' "failed worker pod"
 expect_in "$TEST_DIR/out" 'restarts: 1 worker pod\(s\) recreated' "restart count"
 expect_in "$TEST_DIR/out" 'reason: BackoffLimitExceeded/crash-worker-0/worker/ExitCode3' "reason"
-expect_in "$TEST_DIR/out" '^\[crash-worker-0\] worker crashing$' "worker log"
 echo PASS
