@@ -24,7 +24,7 @@ std::vector<std::string> normalize_args(int argc, const char* const* argv) {
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     if (i > 0 && a.size() > 2 && a[0] == '-' && a[1] != '-' && std::isalpha(a[1]) &&
-        (std::isalpha(a[2]) || a[2] == '-' || a[2] == '_')) {
+        (std::isalpha(a[2]) || a[2] == '-' || a[2] == '_' || a[2] == '=')) {
       a = "-" + a;
     }
     out.push_back(a);

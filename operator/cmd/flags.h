@@ -32,7 +32,7 @@ struct Flags {
   bool version = false;
 };
 
-// Rewrites single-dash long options ("-kubeConfig=x", "-alsologtostderr") to double-dash.
+// Rewrites single-dash long options ("-kubeConfig=x", "-alsologtostderr", "-v=2") to double-dash.
 std::vector<std::string> normalize_args(int argc, const char* const* argv);
 
 struct ParseResult {
