@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "korovod/runtime.h"
+#include "korovod/transport.h"
 
 namespace korovod::bench {
 
@@ -23,6 +24,7 @@ struct Options {
   int fused_iters = 30;
   bool sweep = true;
   bool fused = true;
+  bool data_plane = true;  // also time the shared-memory backend alone
   std::string json_path;
 };
 
@@ -41,6 +43,8 @@ struct Row {
 
 // Runs one allreduce size for `dtype` through korovod and through MPI_Allreduce.
 Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op, int64_t bytes);
+// The same through a Backend directly (the shared-memory data plane without the engine).
+Row measure_backend_allreduce(Backend& backend, const Options& o, DataType dtype, ReduceOp op, int64_t bytes);
 // `tensors` x `bytes` submitted together vs the same number of sequential MPI_Allreduce calls.
 Row measure_fused(Runtime& rt, const Options& o, DataType dtype, ReduceOp op);
 

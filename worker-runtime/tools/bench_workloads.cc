@@ -157,6 +157,30 @@ Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op
   return row;
 }
 
+Row measure_backend_allreduce(Backend& backend, const Options& o, DataType dtype, ReduceOp op, int64_t bytes) {
+  const int64_t count = bytes / element_size(dtype);
+  const int k = rotation_for(bytes);
+  std::vector<std::vector<std::byte>> ins(k, std::vector<std::byte>(bytes)), outs = ins;
+  for (auto& in : ins) fill(in, dtype, count, backend.rank());
+  auto backend_once = [&](int i) { (void)backend.allreduce(ins[i % k].data(), outs[i % k].data(), count, dtype, op); };
+  auto type = mpi_type(dtype, op);
+  auto mpi_once = [&](int i) {
+    MPI_Allreduce(ins[i % k].data(), outs[i % k].data(), static_cast<int>(count), type->type, type->op, MPI_COMM_WORLD);
+  };
+  const int iters = iterations_for(o, bytes);
+  for (int i = 0; i < o.warmup; ++i) backend_once(i), mpi_once(i);
+  Row row{backend.name() + " data plane", std::string(dtype_name(dtype)), bytes, 1};
+  row.mpi_us = timed(iters, mpi_once) * 1e6;
+  for (auto& out : outs) std::fill(out.begin(), out.end(), std::byte{0});
+  row.korovod_us = timed(iters, backend_once) * 1e6;
+  row.verified = true;
+  for (int i = 0; i < std::min(k, iters); ++i) row.verified = row.verified && verify(outs[i], dtype, count, op, backend.size());
+  row.memcpy_gbs = memcpy_gbs(ins, outs, bytes, iters, backend.rank());
+  row.korovod_busbw_gbs = busbw_gbs(bytes, backend.size(), row.korovod_us / 1e6);
+  row.mpi_busbw_gbs = busbw_gbs(bytes, backend.size(), row.mpi_us / 1e6);
+  return row;
+}
+
 Row measure_fused(Runtime& rt, const Options& o, DataType dtype, ReduceOp op) {
   const int n = o.fused_tensors;
   const int64_t count = o.fused_bytes / element_size(dtype);

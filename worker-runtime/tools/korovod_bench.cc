@@ -10,6 +10,8 @@
 
 #include "bench.h"
 #include "korovod/mpi.h"
+#include "transport/mpi/mpi_providers.h"
+#include "transport/shm/shm_provider.h"
 
 namespace korovod::bench {
 
@@ -60,6 +62,21 @@ int run(const bench::Options& o) {
     return 1;
   }
   Runtime& runtime = **rt;
+  // The shared-memory backend on its own (same geometry as the runtime's), to separate the data
+  // plane from the engine's negotiation and wake-ups.
+  std::unique_ptr<Backend> data_plane;
+  if (o.data_plane) {
+    auto ctx = mpi::MpiContext::create(nullptr, false);
+    if (ctx.is_ok()) {
+      const Config& c = runtime.config();
+      shm::ShmBackendProvider provider(std::make_shared<mpi::MpiTransportProvider>(*ctx),
+                                       shm::Geometry{static_cast<size_t>(c.shm_slot_bytes), c.shm_slots}, false);
+      std::vector<int> everyone(runtime.size());
+      for (int r = 0; r < runtime.size(); ++r) everyone[r] = r;
+      auto b = provider.create_backend(everyone, 1000);
+      if (b.is_ok() && (*b)->enabled(kCpuDevice)) data_plane = std::move(b).value();
+    }
+  }
   std::vector<bench::Row> rows;
   bool all_verified = true;
   for (const std::string& name : o.dtypes) {
@@ -67,6 +84,12 @@ int run(const bench::Options& o) {
     if (o.sweep) {
       for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 4) {
         rows.push_back(bench::measure_allreduce(runtime, o, dtype, kOps.at(o.op), bytes));
+        all_verified = all_verified && rows.back().verified;
+      }
+    }
+    if (o.sweep && data_plane) {
+      for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 4) {
+        rows.push_back(bench::measure_backend_allreduce(*data_plane, o, dtype, kOps.at(o.op), bytes));
         all_verified = all_verified && rows.back().verified;
       }
     }
@@ -108,6 +131,7 @@ int main(int argc, char** argv) {
   app.add_option("--fused-iters", o.fused_iters, "timed fused steps")->capture_default_str();
   app.add_flag("!--no-sweep", o.sweep, "skip the size sweep");
   app.add_flag("!--no-fused", o.fused, "skip the fused workload");
+  app.add_flag("!--no-data-plane", o.data_plane, "skip timing the shared-memory backend without the engine");
   app.add_option("--json", o.json_path, "also write the results as JSON here");
   CLI11_PARSE(app, argc, argv);  // before MPI, so --help works without mpirun
 

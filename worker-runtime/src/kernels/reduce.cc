@@ -24,7 +24,12 @@ struct Min { static T apply(T a, T b) { return b < a ? b : a; } };
 template <typename T>
 struct Max { static T apply(T a, T b) { return a < b ? b : a; } };
 
+// One clone per ISA, picked once at load time by an ifunc resolver: the build stays generic
+// (x86-64 baseline) while AVX2 / AVX-512 machines get their wider vectors.
 template <typename T, typename Op>
+#if defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 void reduce_loop(T* __restrict inout, const T* __restrict in, int64_t n) {
   for (int64_t i = 0; i < n; ++i) inout[i] = Op::apply(inout[i], in[i]);
 }

@@ -40,7 +40,7 @@ bool process_alive(pid_t pid) {
 Group::Group(int rank, std::vector<Segment> segments, std::vector<pid_t> pids, Geometry geometry)
     : rank_(rank), segments_(std::move(segments)), pids_(std::move(pids)), geometry_(geometry) {}
 
-Status Group::check_peers(int waited_for) {
+Status Group::check_peers(int waited_for, Counter c, uint64_t target) {
   for (int r = 0; r < size(); ++r) {
     if (r != rank_ && segments_[r].counter(Counter::kAborted).load(std::memory_order_acquire) != 0) {
       failed_ = true;
@@ -52,13 +52,16 @@ Status Group::check_peers(int waited_for) {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_liveness_check_) return Status::ok();
   next_liveness_check_ = now + kLivenessPeriod;
-  for (int r = 0; r < size(); ++r) {
-    if (r != rank_ && !process_alive(pids_[r])) {
-      failed_ = true;
-      abort_all();
-      return Status::aborted(fmt::format(
-          "shared-memory collective: rank {} of the process set (pid {}) has died", r, pids_[r]));
-    }
+  // Only the rank we wait for: a peer that already has everything it needs may legitimately be
+  // gone. A dead rank further along the chain is reported by whoever waits for it, through
+  // that rank's abort flag above.
+  // Re-read the counter after the liveness check: the peer may have posted and then exited
+  // (legitimately) between our last load and now; its segment stays mapped, so the data is good.
+  if (!process_alive(pids_[waited_for]) && segments_[waited_for].counter(c).load(std::memory_order_acquire) < target) {
+    failed_ = true;
+    abort_all();
+    return Status::aborted(fmt::format("shared-memory collective: rank {} of the process set (pid {}) has died",
+                                       waited_for, pids_[waited_for]));
   }
   return Status::ok();
 }
@@ -73,7 +76,7 @@ Status Group::wait(int rank, Counter c, uint64_t target) {
     }
     sched_yield();
     if ((i & 15) == 0) {
-      Status st = check_peers(rank);
+      Status st = check_peers(rank, c, target);
       if (!st.is_ok()) return st;
     }
   }

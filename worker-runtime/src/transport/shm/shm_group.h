@@ -43,7 +43,7 @@ class Group {
   bool failed() const { return failed_; }
 
  private:
-  Status check_peers(int waited_for);
+  Status check_peers(int waited_for, Counter c, uint64_t target);
 
   int rank_;
   std::vector<Segment> segments_;
