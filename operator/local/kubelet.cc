@@ -36,21 +36,30 @@ kube::Object node_conditions(kube::Clock& clock) {
        cond("PIDPressure", "False", "KubeletHasSufficientPID", "no PID pressure")});
 }
 
+// Creates the object, or writes its status (or spec) onto the current one; retried on conflict
+// (the node lifecycle controller edits a new Node right after it appears).
 void upsert(kube::Client& client, const kube::Resource& r, const std::string& ns,
             const kube::Object& desired, bool status) {
-  kube::Object current;
-  try {
-    current = client.get(r, ns, desired["metadata"]["name"]);
-  } catch (const kube::ApiError& e) {
-    if (!kube::is_not_found(e)) throw;
-    current = client.create(r, ns, desired);
-  }
-  if (status) {
-    current["status"] = desired["status"];
-    client.update_status(r, ns, current);
-  } else {
-    current["spec"] = desired["spec"];
-    client.update(r, ns, current);
+  for (int attempt = 0;; ++attempt) {
+    try {
+      kube::Object current;
+      try {
+        current = client.get(r, ns, desired["metadata"]["name"]);
+      } catch (const kube::ApiError& e) {
+        if (!kube::is_not_found(e)) throw;
+        current = client.create(r, ns, desired);
+      }
+      if (status) {
+        current["status"] = desired["status"];
+        client.update_status(r, ns, current);
+      } else {
+        current["spec"] = desired["spec"];
+        client.update(r, ns, current);
+      }
+      return;
+    } catch (const kube::ApiError& e) {
+      if ((!kube::is_conflict(e) && !kube::is_already_exists(e)) || attempt >= 5) throw;
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 #include "local/pod_runtime.h"
 
+#include <fstream>
 #include <iostream>
 #include <set>
 
@@ -8,6 +9,26 @@
 namespace local {
 namespace fs = std::filesystem;
 using State = ContainerRunState::State;
+
+namespace {
+
+// bwrap cannot create a mount point under a symlink (/var/run -> /run): make missing ones here,
+// on the host, as bwrap would (empty directories, or empty files for file volumes).
+void make_mount_points(const std::vector<Mount>& mounts) {
+  for (const auto& m : mounts) {
+    std::error_code ec;
+    const fs::path target(m.mount_path);
+    if (fs::exists(target, ec)) continue;
+    fs::create_directories(target.parent_path(), ec);
+    if (fs::is_directory(m.host_path, ec)) {
+      fs::create_directories(target, ec);
+    } else {
+      std::ofstream touch(target);
+    }
+  }
+}
+
+}  // namespace
 
 PodRuntime::PodRuntime(kube::Client& client, kube::Clock& clock, RuntimeOptions options)
     : client_(client), clock_(clock), options_(std::move(options)) {}
@@ -68,7 +89,8 @@ void PodRuntime::sync_once() {
     }
     it->second.object = obj;
     if (kube::has_deletion_timestamp(obj)) {
-      stop_pod(it->second);
+      finish_deleted_pod(it->second);
+      pods_.erase(it);
       continue;
     }
     step_containers(it->second);
@@ -107,6 +129,9 @@ void PodRuntime::start_pod(const kube::Object& obj) {
       c.launch = container_launch(obj, c.spec, env, container_mounts(c.spec, volumes), dir,
                                   options_.defaults);
       if (options_.adjust) options_.adjust(obj, c.spec, c.launch);
+    }
+    if (options_.isolation == Isolation::Bwrap) {
+      for (const auto& c : pod.containers) make_mount_points(c.launch.mounts);
     }
     if (!pod.containers.empty()) {
       write_pod_context(dir, pod.containers[0].launch, options_.isolation, options_.bwrap_path);
@@ -177,13 +202,31 @@ void PodRuntime::step_containers(Pod& pod) {
   }
 }
 
+// As a kubelet does: stop the containers, report the terminal status, then delete the object
+// (a terminal pod is deleted at once by the API server, which ends the graceful deletion).
+void PodRuntime::finish_deleted_pod(Pod& pod) {
+  stop_pod(pod);
+  report(pod);
+  if (options_.node_name.empty()) return;  // the in-memory API deletes without waiting for us
+  kube::DeleteOptions opts;
+  opts.precondition_uid = kube::uid_of(pod.object);
+  try {
+    client_.remove(kube::resources::kPods, kube::namespace_of(pod.object), kube::name_of(pod.object), opts);
+  } catch (const kube::ApiError& e) {
+    if (!kube::is_not_found(e) && !kube::is_conflict(e)) throw;
+  }
+}
+
 void PodRuntime::stop_pod(Pod& pod) {
   int64_t grace_s = field(pod.object, "spec").value("terminationGracePeriodSeconds", int64_t(30));
   auto grace = std::min<std::chrono::milliseconds>(std::chrono::seconds(grace_s), options_.max_grace);
   for (auto& c : pod.containers) {
     if (!c.process) continue;
-    c.process->stop(grace);
+    c.state.exit_code = c.process->stop(grace);
     c.process.reset();
+    c.state.state = State::Terminated;
+    c.state.reason = termination_reason(c.state.exit_code);
+    c.state.finished_at = clock_.now();
   }
 }
 

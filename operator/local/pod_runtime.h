@@ -65,6 +65,7 @@ class PodRuntime {
   void step_containers(Pod& pod);
   void start_container(const Pod& pod, Container& c);
   void stop_pod(Pod& pod);
+  void finish_deleted_pod(Pod& pod);
   void report(Pod& pod);
 
   kube::Client& client_;

@@ -3,7 +3,8 @@
 // /bin/sh -c inside the running pod that HOST names: that pod's environment, volumes, working
 // directory and hostname, read from the context file the pod runtime wrote for it.
 // HOST is "<pod>[.<subdomain>.<namespace>.svc...]"; without a namespace label the caller's
-// KOROVOD_POD_NAMESPACE is used.
+// KOROVOD_POD_NAMESPACE is used. The agent waits up to 60 s for the pod to be running, as ssh
+// retries a connection (ConnectionAttempts).
 #pragma once
 
 #include <filesystem>

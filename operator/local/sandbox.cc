@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 
 namespace local {
 namespace {
@@ -81,8 +82,13 @@ Exec sandboxed(const LaunchSpec& spec, Isolation isolation, const std::string& b
                "/dev",            "/dev",       "--proc", "/proc",      "--unshare-pid",
                "--unshare-uts",   "--hostname", spec.hostname, "--die-with-parent"};
   for (const auto& m : parents_first(spec.mounts)) {
+    // bwrap cannot follow an absolute symlink on the way to a mount point (/var/run -> /run):
+    // give it the host's resolved path, which is the same path inside (/ is bound to /).
+    std::error_code ec;
+    std::string dest = std::filesystem::weakly_canonical(m.mount_path, ec).string();
+    if (ec || dest.empty()) dest = m.mount_path;
     exec.argv.insert(exec.argv.end(),
-                     {m.read_only ? "--ro-bind" : "--bind", m.host_path.string(), m.mount_path});
+                     {m.read_only ? "--ro-bind" : "--bind", m.host_path.string(), dest});
   }
   if (!spec.working_dir.empty()) exec.argv.insert(exec.argv.end(), {"--chdir", spec.working_dir});
   exec.argv.push_back("--");

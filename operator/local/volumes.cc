@@ -41,6 +41,44 @@ void project(const kube::Object& source, const kube::Object& data, const fs::pat
   }
 }
 
+// downwardAPI items: fieldRef paths of the pod (resourceFieldRef is written empty).
+void project_downward(const kube::Object& pod, const kube::Object& source, const fs::path& dir) {
+  const int default_mode = source.value("defaultMode", 0644);
+  fs::create_directories(dir);
+  for (const auto& item : field(source, "items")) {
+    std::string value;
+    if (item.contains("fieldRef")) value = pod_field(pod, item["fieldRef"].value("fieldPath", ""));
+    write_file(dir / item.value("path", ""), value, item.value("mode", default_mode));
+  }
+}
+
+// projected: configMap, secret and downwardAPI sources into one directory. A
+// serviceAccountToken source is written as an empty file: local mode requests no tokens.
+void project_sources(const kube::Object& pod, const kube::Object& projected,
+                     const EnvSources& sources, const fs::path& dir) {
+  fs::create_directories(dir);
+  kube::Object defaults = kube::Object::object();
+  if (projected.contains("defaultMode")) defaults["defaultMode"] = projected["defaultMode"];
+  for (const auto& src : field(projected, "sources")) {
+    if (src.contains("configMap")) {
+      kube::Object cm = src["configMap"];
+      cm.update(defaults, true);
+      const std::string name = cm.value("name", "");
+      project(cm, sources.config_map_data(name), dir, "configmap \"" + name + "\"");
+    } else if (src.contains("secret")) {
+      kube::Object sec = src["secret"];
+      sec.update(defaults, true);
+      const std::string name = sec.value("name", "");
+      project(sec, sources.secret_data(name), dir, "secret \"" + name + "\"");
+    } else if (src.contains("downwardAPI")) {
+      project_downward(pod, src["downwardAPI"], dir);
+    } else if (src.contains("serviceAccountToken")) {
+      write_file(dir / src["serviceAccountToken"].value("path", "token"), "",
+                 projected.value("defaultMode", 0644));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, fs::path>> materialize_volumes(const kube::Object& pod,
@@ -57,13 +95,17 @@ std::vector<std::pair<std::string, fs::path>> materialize_volumes(const kube::Ob
     } else if (vol.contains("secret")) {
       const std::string s = vol["secret"].value("secretName", "");
       project(vol["secret"], sources.secret_data(s), dir, "secret \"" + s + "\"");
+    } else if (vol.contains("projected")) {
+      project_sources(pod, vol["projected"], sources, dir);
+    } else if (vol.contains("downwardAPI")) {
+      project_downward(pod, vol["downwardAPI"], dir);
     } else if (vol.contains("emptyDir")) {
       fs::create_directories(dir);
     } else if (vol.contains("hostPath")) {
       dir = vol["hostPath"].value("path", "");
     } else {
-      throw std::runtime_error("volume \"" + name + "\": only configMap, secret, emptyDir and "
-                               "hostPath volumes run locally");
+      throw std::runtime_error("volume \"" + name + "\": only configMap, secret, projected, "
+                               "downwardAPI, emptyDir and hostPath volumes run locally");
     }
     out.emplace_back(name, dir);
   }

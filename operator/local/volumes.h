@@ -1,5 +1,7 @@
 // Materializes a pod's volumes as directories under the pod's work directory, as the kubelet
 // does on a node: configMap and secret (items key->path with mode, defaultMode, optional),
+// projected (configMap / secret / downwardAPI sources; a serviceAccountToken is an empty file,
+// local mode requests no tokens), downwardAPI (fieldRef items),
 // emptyDir (an empty directory), hostPath (the host path itself). Others throw.
 // Each container's volumeMounts then become (host dir, mount path) pairs for the sandbox.
 #pragma once

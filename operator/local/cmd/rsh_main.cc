@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <thread>
 
 #include "local/process.h"
 #include "local/rsh_agent.h"
@@ -16,7 +17,12 @@ int main(int argc, char** argv) {
     const char* ns = std::getenv("KOROVOD_POD_NAMESPACE");
     if (!pods) throw std::runtime_error("KOROVOD_PODS_DIR is not set (korovod run sets it)");
     const auto [pod_ns, pod] = local::pod_of_host(req.host, ns ? ns : "default");
-    const auto exec = local::rsh_exec(req, std::filesystem::path(pods) / pod_ns / pod);
+    // Like ssh's ConnectionAttempts: a worker pod may not have started yet.
+    const auto pod_dir = std::filesystem::path(pods) / pod_ns / pod;
+    for (int i = 0; i < 300 && !std::filesystem::exists(pod_dir / "context.json"); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    const auto exec = local::rsh_exec(req, pod_dir);
     const std::string program =
         local::find_in_path(exec.argv[0], local::get_env(exec.env, "PATH").value_or(""));
     std::vector<std::string> env_strings;

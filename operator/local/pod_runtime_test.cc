@@ -1,0 +1,137 @@
+#include "local/pod_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "kube/memory_client.h"
+#include "local/job_controller.h"
+
+namespace local {
+namespace {
+namespace fs = std::filesystem;
+
+class PodRuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("korovod-runtime-test-" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    RuntimeOptions o;
+    o.work_dir = dir;
+    o.isolation = Isolation::Rewrite;  // no bwrap needed for these tests
+    o.defaults.host_path_env = "/usr/bin:/bin";
+    o.poll_interval = std::chrono::milliseconds(20);
+    o.log = [this](const std::string& pod, const std::string&, const std::string& line) {
+      std::lock_guard<std::mutex> lock(mu);
+      lines.push_back(pod + ": " + line);
+    };
+    runtime = std::make_unique<PodRuntime>(client, clock, o);
+  }
+  void TearDown() override {
+    runtime.reset();
+    fs::remove_all(dir);
+  }
+  void create_pod(const std::string& name, const std::string& script, const std::string& policy) {
+    kube::Object pod = {{"metadata", {{"name", name}}},
+                        {"spec", {{"restartPolicy", policy},
+                                  {"containers", {{{"name", "c"}, {"command", {"sh", "-c", script}},
+                                                   {"env", {{{"name", "X"}, {"value", "hello"}}}}}}}}}};
+    client.create(kube::resources::kPods, "default", pod);
+  }
+  // Waits until pred(pod) holds, up to 10 s.
+  kube::Object wait_for(const std::string& name, const std::function<bool(const kube::Object&)>& pred) {
+    for (int i = 0; i < 500; ++i) {
+      auto pod = client.get(kube::resources::kPods, "default", name);
+      if (pred(pod)) return pod;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "timed out waiting for " << name;
+    return client.get(kube::resources::kPods, "default", name);
+  }
+  static std::string phase(const kube::Object& p) { return field(p, "status").value("phase", ""); }
+
+  kube::RealClock clock;
+  kube::MemoryClient client{clock};
+  fs::path dir;
+  std::unique_ptr<PodRuntime> runtime;
+  std::mutex mu;
+  std::vector<std::string> lines;
+};
+
+TEST_F(PodRuntimeTest, NeverPolicyReportsFailedWithExitCode) {
+  runtime->start();
+  create_pod("p", "echo $X; exit 3", "Never");
+  auto pod = wait_for("p", [](const kube::Object& p) { return phase(p) == "Failed"; });
+  const auto& cs = pod["status"]["containerStatuses"][0];
+  EXPECT_EQ(cs["state"]["terminated"]["exitCode"], 3);
+  EXPECT_EQ(cs["restartCount"], 0);
+  runtime->stop();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "p: hello"), lines.end());
+}
+
+TEST_F(PodRuntimeTest, OnFailurePolicyRestartsUntilSuccess) {
+  runtime->start();
+  // Fails the first time, succeeds the second (a marker file survives the restart).
+  create_pod("q", "if [ -e marker ]; then exit 0; fi; touch marker; exit 1", "OnFailure");
+  auto pod = wait_for("q", [](const kube::Object& p) { return phase(p) == "Succeeded"; });
+  const auto& cs = pod["status"]["containerStatuses"][0];
+  EXPECT_EQ(cs["restartCount"], 1);
+  EXPECT_EQ(cs["lastState"]["terminated"]["exitCode"], 1);
+}
+
+TEST_F(PodRuntimeTest, DeletingAPodKillsItsProcessGroup) {
+  runtime->start();
+  create_pod("r", "sleep 300 & echo $! > child.pid; wait", "Always");
+  wait_for("r", [](const kube::Object& p) { return phase(p) == "Running"; });
+  const fs::path pid_file = runtime->pod_dir("default", "r") / "child.pid";
+  for (int i = 0; i < 200 && !fs::exists(pid_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  pid_t child = 0;
+  std::ifstream(pid_file) >> child;
+  ASSERT_GT(child, 0);
+  client.remove(kube::resources::kPods, "default", "r", {});
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gone = kill(child, 0) != 0 || fs::exists("/proc/" + std::to_string(child)) == false;
+    if (!gone) {  // a zombie waiting for its reaper counts as gone
+      std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+      std::string pid, comm, state;
+      stat >> pid >> comm >> state;
+      gone = state == "Z";
+    }
+  }
+  EXPECT_TRUE(gone) << "pid " << child << " survived its pod";
+}
+
+TEST(JobControllerTest, RetriesUntilBackoffLimitThenFails) {
+  kube::RealClock clock;
+  kube::MemoryClient client(clock);
+  JobController jobs(client, clock);
+  client.create(kube::resources::kJobs, "default",
+                {{"metadata", {{"name", "l"}}},
+                 {"spec", {{"backoffLimit", 1},
+                           {"template", {{"spec", {{"restartPolicy", "Never"},
+                                                   {"containers", {{{"name", "c"}}}}}}}}}}});
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    jobs.sync_all();
+    auto pods = client.list(kube::resources::kPods, "default", {}).items;
+    ASSERT_EQ(pods.size(), size_t(attempt + 1));
+    for (auto& p : pods) {
+      EXPECT_EQ(p["metadata"]["labels"]["job-name"], "l");
+      p["status"] = {{"phase", "Failed"}};
+      client.update_status(kube::resources::kPods, "default", p);
+    }
+  }
+  jobs.sync_all();
+  auto job = client.get(kube::resources::kJobs, "default", "l");
+  EXPECT_EQ(job["status"]["failed"], 2);
+  ASSERT_EQ(job["status"]["conditions"].size(), 1u);
+  EXPECT_EQ(job["status"]["conditions"][0]["type"], "Failed");
+  EXPECT_EQ(job["status"]["conditions"][0]["reason"], "BackoffLimitExceeded");
+  EXPECT_EQ(client.list(kube::resources::kPods, "default", {}).items.size(), 2u);  // no third try
+}
+
+}  // namespace
+}  // namespace local
