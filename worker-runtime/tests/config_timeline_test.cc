@@ -49,6 +49,25 @@ TEST(Config, HorovodAliasesAreReadAndKorovodNamesWin) {
   EXPECT_EQ(c->collective_timeout_seconds, 7.0);
 }
 
+TEST(Config, CpuOperationsAndSharedMemoryGeometry) {
+  Result<Config> d = parse_config({});
+  ASSERT_TRUE(d.is_ok());
+  EXPECT_EQ(d->cpu_operations, "");  // shared memory where all ranks share a host, else MPI
+  EXPECT_EQ(d->shm_slot_bytes, 64 * 1024);
+  EXPECT_EQ(d->shm_slots, 8);
+  Result<Config> c = parse_config({{"HOROVOD_CPU_OPERATIONS", "MPI"},
+                                   {"KOROVOD_SHM_SLOT_BYTES", "10000"},
+                                   {"KOROVOD_SHM_SLOTS", "4"}});
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->cpu_operations, "mpi");
+  EXPECT_EQ(c->shm_slot_bytes, 8192);  // whole pages
+  EXPECT_EQ(c->shm_slots, 4);
+  EXPECT_EQ(parse_config({{"KOROVOD_CPU_OPERATIONS", "shm"}, {"HOROVOD_CPU_OPERATIONS", "mpi"}})->cpu_operations, "shm");
+  EXPECT_FALSE(parse_config({{"HOROVOD_CPU_OPERATIONS", "gloo"}}).is_ok());  // not silently MPI
+  EXPECT_FALSE(parse_config({{"KOROVOD_SHM_SLOTS", "2"}}).is_ok());          // the pipeline needs 4
+  EXPECT_FALSE(parse_config({{"KOROVOD_SHM_SLOT_BYTES", "100"}}).is_ok());
+}
+
 TEST(Config, MalformedValueIsAnErrorNamingTheVariable) {
   Result<Config> c = parse_config({{"HOROVOD_FUSION_THRESHOLD", "64MB"}});
   ASSERT_FALSE(c.is_ok());
