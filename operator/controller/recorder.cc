@@ -1,53 +1,29 @@
 #include "controller/recorder.h"
 
-#include <fmt/format.h>
-
 #include "kube/object_meta.h"
+#include "mpijob/types.h"
 
 namespace controller {
 
-kube::Object EventRecorder::build(const kube::Object& job, const mpijob::Event& e,
-                                  uint64_t seq) const {
-  const auto now = clock_.now();
-  const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         now.time_since_epoch()).count();
-  const std::string ts = kube::format_time(now);
-  std::string message = e.message.size() > 1024 ? e.message.substr(0, 1024) : e.message;
-  return {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata",
-       {{"name", fmt::format("{}.{:x}{:x}", kube::name_of(job), nanos, seq)},
-        {"namespace", kube::namespace_of(job)}}},
-      {"involvedObject",
-       {{"apiVersion", job.value("apiVersion", "kubeflow.org/v2beta1")},
-        {"kind", job.value("kind", "MPIJob")},
-        {"name", kube::name_of(job)},
-        {"namespace", kube::namespace_of(job)},
-        {"uid", kube::uid_of(job)},
-        {"resourceVersion", kube::resource_version_of(job)}}},
-      {"reason", e.reason},
-      {"message", message},
-      {"type", e.type},
-      {"source", {{"component", "mpi-operator"}, {"host", host_}}},
-      {"reportingComponent", "mpi-operator"},
-      {"reportingInstance", host_},
-      {"firstTimestamp", ts},
-      {"lastTimestamp", ts},
-      {"count", 1},
-  };
-}
+EventRecorder::EventRecorder(kube::Client& client, OperatorMetrics& metrics, Logger& log,
+                             kube::Clock& clock, std::string host)
+    : metrics_(metrics), log_(log),
+      events_(client,
+              kube::EventRecorderOptions{
+                  "mpi-operator", std::move(host), 4096,
+                  [&log](const std::string& e) { log.warning("event not recorded", {{"error", e}}); }},
+              clock) {}
 
 void EventRecorder::event(const kube::Object& job, const mpijob::Event& e) {
-  const std::string key = kube::object_key(job);
   log_.log(e.type == "Warning" ? LogLevel::Warning : LogLevel::Info, "event",
-           {{"mpijob", key}, {"type", e.type}, {"reason", e.reason}, {"message", e.message}});
-  try {
-    client_.create(kube::resources::kEvents, kube::namespace_of(job), build(job, e, ++seq_));
-  } catch (const std::exception& ex) {
-    log_.warning("event not recorded", {{"mpijob", key}, {"reason", e.reason},
-                                        {"error", ex.what()}});
-  }
+           {{"mpijob", kube::object_key(job)}, {"type", e.type}, {"reason", e.reason},
+            {"message", e.message}});
+  // Objects from a list may lack apiVersion/kind; the Event's involvedObject needs them.
+  kube::Object involved = job;
+  if (!involved.contains("apiVersion")) involved["apiVersion"] = mpijob::kApiVersion;
+  if (!involved.contains("kind")) involved["kind"] = mpijob::kKind;
+  events_.record(involved, e.type, e.reason,
+                 e.message.size() > 1024 ? e.message.substr(0, 1024) : e.message);
 }
 
 void EventRecorder::count(mpijob::Counter c) {

@@ -1,5 +1,7 @@
 // MPIJob lifecycles driven through the real API server against the korovod-operator binary.
 // The tests play kubelet: they write pod phases; the real Job controller runs the launcher Job.
+#include <algorithm>
+#include <set>
 #include <thread>
 
 #include "fixture.h"
@@ -238,6 +240,18 @@ TEST_F(Lifecycle, ScaleUpAndDownUpdatesDiscoverHosts) {
       << cm_data(c(), ns(), "el", "discover_hosts.sh");
   EXPECT_NE(cm_data(c(), ns(), "el", "hostfile").find("el-worker-0"), std::string::npos);
   EXPECT_EQ(cm_data(c(), ns(), "el", "hostfile").find("el-worker-1"), std::string::npos);
+}
+
+TEST_F(Lifecycle, WhatAdmissionCannotJudgeFailsWithValidationError) {
+  // Admitted (names may have 253 characters), but "<name>-worker-0" is no DNS-1035 label.
+  const std::string name(60, 'v');
+  create({.name = name, .workers = 1});
+  ASSERT_TRUE(wait_for([&] { return has_condition(c(), ns(), name, "Failed"); }));
+  auto failed = *condition(get_job(name), "Failed");
+  EXPECT_EQ(failed.value("reason", ""), "ValidationError") << failed.dump();
+  EXPECT_NE(failed.value("message", "").find("metadata.name"), std::string::npos) << failed.dump();
+  EXPECT_TRUE(wait_for([&] { return has_event(c(), ns(), name, "ValidationError"); }));
+  EXPECT_EQ(count_workers(c(), ns(), name), 0u);
 }
 
 }  // namespace
