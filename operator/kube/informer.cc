@@ -66,12 +66,15 @@ void Informer::apply(WatcherEvent ev) {
   };
   switch (ev.type) {
     case WatcherEvent::Type::Restarted: {
-      const Store::Diff diff = store_.replace(ev.objects);
-      {
+      // Synced as soon as the store holds the list; the changes are decoded for the handlers
+      // after that, and only when there are handlers.
+      const bool report =
+          !add_handlers_.empty() || !update_handlers_.empty() || !delete_handlers_.empty();
+      const Store::Diff diff = store_.replace(std::move(ev.objects), report, [this] {
         std::lock_guard lock(mu_);
         synced_ = true;
         synced_cv_.notify_all();
-      }
+      });
       for (const auto& o : diff.deleted)
         for (auto& h : delete_handlers_) guarded([&] { h(o); });
       for (const auto& o : diff.added)

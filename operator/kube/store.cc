@@ -83,8 +83,7 @@ Store::Store(StoreOptions options)
 
 Store::~Store() = default;
 
-std::unique_ptr<Store::Entry> Store::make_entry(const Object& obj) const {
-  Object o = obj;
+std::unique_ptr<Store::Entry> Store::make_entry(Object o) const {
   if (options_.strip_managed_fields && o.contains("metadata") && o["metadata"].is_object())
     o["metadata"].erase("managedFields");
   if (options_.transform) options_.transform(o);
@@ -211,25 +210,43 @@ std::optional<Object> Store::erase(const Object& obj) {
 }
 
 Store::Diff Store::replace(const std::vector<Object>& objects) {
+  return replace(std::vector<Object>(objects), true, {});
+}
+
+Store::Diff Store::replace(std::vector<Object>&& objects) {
+  return replace(std::move(objects), true, {});
+}
+
+Store::Diff Store::replace(std::vector<Object>&& objects, bool report,
+                           const std::function<void()>& swapped) {
   auto next = std::make_unique<State>();
-  for (const auto& o : objects) next->put(make_entry(o));
-  Diff diff;
-  {
-    // Reading the current state needs no lock: this is the only writer.
+  for (auto& o : objects) next->put(make_entry(std::move(o)));
+  objects.clear();
+  // Reading the current state needs no lock: this is the only writer. The changes are
+  // collected as entries and decoded after the swap, so readers see the new content first.
+  std::vector<const Entry*> added, deleted;
+  std::vector<std::pair<const Entry*, const Entry*>> updated;
+  if (report) {
     for (const auto& [k, e] : next->by_key) {
       const Entry* prev = state_->find(std::string(k));
-      if (!prev) diff.added.push_back(e->decode());
-      else if (prev->resource_version != e->resource_version)
-        diff.updated.emplace_back(prev->decode(), e->decode());
+      if (!prev) added.push_back(e.get());
+      else if (prev->resource_version != e->resource_version) updated.emplace_back(prev, e.get());
     }
     for (const auto& [k, e] : state_->by_key)
-      if (!next->find(std::string(k))) diff.deleted.push_back(e->decode());
+      if (!next->find(std::string(k))) deleted.push_back(e.get());
   }
-  std::unique_ptr<State> old;
+  std::unique_ptr<State> old;  // keeps the entries of `updated` and `deleted` alive
   {
     std::unique_lock lock(mu_);
     old = std::exchange(state_, std::move(next));
   }
+  if (swapped) swapped();
+  // Decoding the new entries without the lock is safe: only this writer changes them.
+  Diff diff;
+  diff.added.reserve(added.size());
+  for (const Entry* e : added) diff.added.push_back(e->decode());
+  for (const auto& [p, e] : updated) diff.updated.emplace_back(p->decode(), e->decode());
+  for (const Entry* e : deleted) diff.deleted.push_back(e->decode());
   return diff;  // `old` is freed here, outside the lock
 }
 

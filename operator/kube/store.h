@@ -58,11 +58,16 @@ class Store {
   };
   // Atomically replaces the whole content with `objects` (a relist).
   Diff replace(const std::vector<Object>& objects);
+  Diff replace(std::vector<Object>&& objects);  // no copy of the objects
+  // The informer's form: `swapped` (optional) runs as soon as the new content is visible to
+  // readers, before the Diff's objects are decoded; with report = false they are not decoded
+  // at all and the Diff comes back empty.
+  Diff replace(std::vector<Object>&& objects, bool report, const std::function<void()>& swapped);
 
  private:
   struct Entry;
   struct State;
-  std::unique_ptr<Entry> make_entry(const Object& obj) const;  // strips, transforms, packs
+  std::unique_ptr<Entry> make_entry(Object obj) const;  // strips, transforms, packs
   static std::vector<Object> decode_sorted(std::vector<const Entry*> entries);
   std::vector<Object> owned(const std::string& uid, bool controller_only) const;
 
