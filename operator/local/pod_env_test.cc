@@ -28,7 +28,7 @@ class PodEnvTest : public ::testing::Test {
 };
 
 TEST_F(PodEnvTest, ResolvesValuesFieldRefsAndKeyRefsInOrder) {
-  auto container = kube::Object::parse(R"({"env": [
+  auto container = kube::Object::parse(R"js({"env": [
     {"name": "A", "value": "a"},
     {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
     {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
@@ -36,7 +36,7 @@ TEST_F(PodEnvTest, ResolvesValuesFieldRefsAndKeyRefsInOrder) {
     {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
     {"name": "CM", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "k"}}},
     {"name": "PW", "valueFrom": {"secretKeyRef": {"name": "s", "key": "pw"}}},
-    {"name": "REF", "value": "$(A)-$(POD)-$(NOPE)-$$(A)"}]})");
+    {"name": "REF", "value": "$(A)-$(POD)-$(NOPE)-$$(A)"}]})js");
   auto env = resolve_container_env(test_pod(), container, client_env_sources(client, "ns1"));
   EXPECT_EQ(get_env(env, "A"), "a");
   EXPECT_EQ(get_env(env, "POD"), "pi-worker-0");
