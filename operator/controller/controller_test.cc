@@ -1,5 +1,6 @@
 // Unit tests of the controller wiring: owner mapping, metrics text, log lines, and the Manager
 // end to end against a MemoryClient (the local-mode configuration).
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -9,6 +10,7 @@
 #include "controller/manager.h"
 #include "controller/metrics.h"
 #include "controller/owner_mapping.h"
+#include "controller/preflight.h"
 #include "kube/memory_client.h"
 #include "kube/object_meta.h"
 #include "mpijob/testing/fixtures.h"
@@ -96,6 +98,32 @@ TEST(Log, TextAndJson) {
   text.debug("hidden");
   EXPECT_TRUE(out.str().empty());
   EXPECT_THROW(parse_log_format("xml"), std::invalid_argument);
+}
+
+// Every verb the operator needs is granted by the chart's RBAC (the list its tests check).
+TEST(Preflight, NeededPermissionsAreInTheChartsRbacList) {
+  std::ifstream in(std::string(KOROVOD_SOURCE_DIR) + "/tests/integration/helm/operator-rbac.json");
+  ASSERT_TRUE(in.good());
+  const auto rbac = nlohmann::json::parse(in);
+  auto granted = [&](const Permission& p) {
+    const std::string res = p.resource + (p.subresource.empty() ? "" : "/" + p.subresource);
+    for (const auto& r : rbac["rules"]) {
+      if (r["group"] != p.group || r["resource"] != res) continue;
+      for (const auto& v : r["verbs"]) {
+        if (v == p.verb) return true;
+      }
+    }
+    return false;
+  };
+  for (const std::string gang : {"", "volcano", "scheduler-plugins-scheduler"}) {
+    mpijob::BuildOptions b;
+    b.gang_scheduler = gang;
+    for (const auto& p : needed_permissions({"team-a"}, b, true, "korovod")) {
+      if (p.required) {
+        EXPECT_TRUE(granted(p)) << p.describe();
+      }
+    }
+  }
 }
 
 TEST(Manager, ReconcilesAgainstMemoryClient) {

@@ -46,7 +46,7 @@ std::vector<Permission> needed_permissions(const std::vector<std::string>& names
     add("batch", "jobs", "", {"list", "watch", "create", "update"}, ns);
     add("batch", "jobs", "status", {"update"}, ns, false,
         "resuming a launcher Job that had started clears its status.startTime");
-    add("", "events", "", {"create"}, ns);
+    add("", "events", "", {"create", "patch"}, ns);  // patch: repeats bump count
     if (!build.gang_scheduler.empty()) {
       const kube::Resource pg = mpijob::pod_group_resource(build);
       add(pg.group, pg.resource, "", {"list", "watch", "create", "update", "delete"}, ns);
