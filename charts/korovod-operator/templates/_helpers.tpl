@@ -81,7 +81,7 @@ tests/integration/helm/operator-rbac.json (the chart test checks one against the
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 - apiGroups: ["batch"]
   resources: ["jobs/status"]
-  verbs: ["get"]
+  verbs: ["get", "update"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch", "update"]
