@@ -338,5 +338,11 @@ int main(int argc, char** argv) {
     logf("--protobuf: operator/kube speaks JSON only (application/json)");
     return 2;
   }
+  // What a korovod binary's main does before its first RestClient (operator/kube/README.md):
+  // a small cpprestsdk pool, and no system CA bundle parsed per TLS connection.
+  kube::HttpRuntimeOptions runtime;
+  runtime.threads = 4;
+  runtime.skip_default_verify_paths = true;
+  kube::configure_http_runtime(runtime);
   return run(f);
 }

@@ -1,11 +1,17 @@
 #include "kube/rest_client.h"
 
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
 #include <boost/asio/ssl.hpp>
 #include <cpprest/http_client.h>
+#include <pplx/threadpool.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <stdexcept>
 
 #include "kube/api_error.h"
 #include "kube/rate_limiter.h"
@@ -68,12 +74,31 @@ class TlsDiagnostics {
   std::string last_;  // GUARDED_BY(mu_)
 };
 
+// The system trust store's locations when configure_http_runtime() emptied OpenSSL's default
+// paths (written once, before any client exists; read-only afterwards).
+struct SystemTrust {
+  std::string file, dir;
+};
+std::atomic<const SystemTrust*> g_system_trust{nullptr};
+std::atomic<bool> g_runtime_configured{false};
+
+std::string default_location(const char* env, const char* builtin) {
+  const char* v = std::getenv(env);
+  return v != nullptr ? std::string(v) : std::string(builtin);
+}
+
 // Loads the configured trust and client identity into each new TLS connection's context.
 void configure_tls(boost::asio::ssl::context& ctx, const Config& cfg, TlsDiagnostics* diag) {
   if (!cfg.ca_pem.empty()) {
     // A configured CA replaces the system store, as in client-go.
     SSL_CTX_set_cert_store(ctx.native_handle(), X509_STORE_new());
     ctx.add_certificate_authority(boost::asio::buffer(cfg.ca_pem));
+  } else if (const SystemTrust* sys = g_system_trust.load()) {
+    // The default paths were emptied for the process: load the system store here.
+    SSL_CTX_load_verify_locations(ctx.native_handle(),
+                                  sys->file.empty() ? nullptr : sys->file.c_str(),
+                                  sys->dir.empty() ? nullptr : sys->dir.c_str());
+    ERR_clear_error();  // a missing file or directory leaves the store smaller, as OpenSSL does
   }
   if (!cfg.client_cert_pem.empty()) {
     ctx.use_certificate_chain(boost::asio::buffer(cfg.client_cert_pem));
@@ -82,6 +107,24 @@ void configure_tls(boost::asio::ssl::context& ctx, const Config& cfg, TlsDiagnos
   if (diag != nullptr)
     SSL_CTX_set_cert_verify_callback(ctx.native_handle(), &TlsDiagnostics::verify_and_record, diag);
 }
+
+}  // namespace
+
+void configure_http_runtime(const HttpRuntimeOptions& options) {
+  if (g_runtime_configured.exchange(true))
+    throw std::logic_error("kube::configure_http_runtime called twice");
+  if (options.threads > 0) crossplat::threadpool::initialize_with_threads(options.threads);
+  if (options.skip_default_verify_paths) {
+    // Leaked on purpose: connections of any client may read it until the process exits.
+    g_system_trust.store(new SystemTrust{
+        default_location(X509_get_default_cert_file_env(), X509_get_default_cert_file()),
+        default_location(X509_get_default_cert_dir_env(), X509_get_default_cert_dir())});
+    ::setenv(X509_get_default_cert_file_env(), "/dev/null", 1);
+    ::setenv(X509_get_default_cert_dir_env(), "/nonexistent-korovod-default-cert-dir", 1);
+  }
+}
+
+namespace {
 
 struct RequestSpec {
   http::method method;
