@@ -1,7 +1,9 @@
 #include "kube/store.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
+#include <new>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -10,71 +12,181 @@
 
 namespace kube {
 
-// One cached object: its packed form plus what the indexes need, parsed once on insert.
-struct Store::Entry {
-  std::string key;
-  size_t ns_len = 0;  // the namespace is key.substr(0, ns_len): not stored twice
-  std::string resource_version;
-  std::vector<std::string> owner_uids;
-  int controller = -1;  // index into owner_uids of the controller reference, or -1
-  std::vector<std::pair<std::string, std::string>> labels;
-  std::vector<uint8_t> packed;  // MessagePack of the stored object
+namespace {
 
-  std::string_view ns() const { return std::string_view(key).substr(0, ns_len); }
-  Object decode() const { return Object::from_msgpack(packed); }
-  const std::string* label(const std::string& k) const {
-    for (const auto& [lk, lv] : labels)
-      if (lk == k) return &lv;
-    return nullptr;
+enum EntryFlags : uint32_t {
+  kName = 1,     // metadata.name was a string: left out of the body, restored from the key
+  kNs = 2,       // metadata.namespace likewise
+  kRv = 4,       // metadata.resourceVersion: restored from the entry
+  kTyped = 8,    // kind/apiVersion were the store's TypeMeta: restored from it
+};
+
+// Removes metadata[field] when it is a string; returns whether it did.
+bool take_meta_string(Object& obj, const char* field) {
+  auto m = obj.find("metadata");
+  if (m == obj.end() || !m->is_object()) return false;
+  auto f = m->find(field);
+  if (f == m->end() || !f->is_string()) return false;
+  m->erase(f);
+  return true;
+}
+
+}  // namespace
+
+// One cached object in one allocation: this header, then the key ("ns/name"), the
+// resourceVersion, the labels ("k\0v\0" pairs), the owner uids ("uid\0" each) and the
+// MessagePack body. The body leaves out what the header or the store already say (name,
+// namespace, resourceVersion, and kind/apiVersion when they are the store's); decode() puts
+// them back, so objects read back exactly as stored.
+struct Store::Entry {
+  uint32_t key_len = 0, ns_len = 0, rv_len = 0, labels_len = 0, owners_len = 0, packed_len = 0;
+  int32_t controller = -1;  // index of the controller reference among the owner uids, or -1
+  uint32_t flags = 0;
+
+  const char* data() const { return reinterpret_cast<const char*>(this + 1); }
+  std::string_view key() const { return {data(), key_len}; }
+  std::string_view ns() const { return key().substr(0, ns_len); }
+  std::string_view name() const { return ns_len == 0 ? key() : key().substr(ns_len + 1); }
+  std::string_view resource_version() const { return {data() + key_len, rv_len}; }
+  std::string_view labels_blob() const { return {data() + key_len + rv_len, labels_len}; }
+  std::string_view owners_blob() const {
+    return {data() + key_len + rv_len + labels_len, owners_len};
+  }
+  const uint8_t* packed() const {
+    return reinterpret_cast<const uint8_t*>(data() + key_len + rv_len + labels_len + owners_len);
   }
   size_t bytes() const {
-    size_t n = sizeof(Entry) + key.capacity() + resource_version.capacity() + packed.capacity();
-    for (const auto& u : owner_uids) n += sizeof(u) + u.capacity();
-    for (const auto& [k, v] : labels) n += sizeof(k) * 2 + k.capacity() + v.capacity();
-    return n;
+    return sizeof(Entry) + key_len + rv_len + labels_len + owners_len + packed_len;
+  }
+
+  // f(key, value) for each label.
+  template <typename F>
+  void for_each_label(F&& f) const {
+    std::string_view b = labels_blob();
+    while (!b.empty()) {
+      const size_t k = b.find('\0');
+      const size_t v = b.find('\0', k + 1);
+      f(b.substr(0, k), b.substr(k + 1, v - k - 1));
+      b.remove_prefix(v + 1);
+    }
+  }
+  std::optional<std::string_view> label(std::string_view key) const {
+    std::optional<std::string_view> out;
+    for_each_label([&](std::string_view k, std::string_view v) {
+      if (!out && k == key) out = v;
+    });
+    return out;
+  }
+  // f(uid, index) for each owner reference.
+  template <typename F>
+  void for_each_owner(F&& f) const {
+    std::string_view b = owners_blob();
+    for (int i = 0; !b.empty(); ++i) {
+      const size_t end = b.find('\0');
+      f(b.substr(0, end), i);
+      b.remove_prefix(end + 1);
+    }
+  }
+  bool controlled_by(std::string_view uid) const {
+    bool hit = false;
+    for_each_owner([&](std::string_view u, int i) { hit = hit || (i == controller && u == uid); });
+    return hit;
+  }
+
+  Object decode(const std::string& kind, const std::string& api_version) const {
+    Object o = Object::from_msgpack(packed(), packed() + packed_len);
+    if (flags & kTyped) {
+      o["kind"] = kind;
+      o["apiVersion"] = api_version;
+    }
+    if (flags & (kName | kNs | kRv)) {
+      Object& m = o["metadata"];
+      if (flags & kName) m["name"] = std::string(name());
+      if (flags & kNs) m["namespace"] = std::string(ns());
+      if (flags & kRv) m["resourceVersion"] = std::string(resource_version());
+    }
+    return o;
   }
 };
 
+void Store::EntryDeleter::operator()(Entry* e) const {
+  e->~Entry();
+  ::operator delete(e);
+}
+
 struct Store::State {
-  using Index = std::unordered_map<std::string, std::unordered_set<const Entry*>>;
-  std::unordered_map<std::string_view, std::unique_ptr<Entry>> by_key;  // views into Entry::key
+  using EntryPtr = Store::EntryPtr;
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
+    size_t operator()(const Entry* e) const { return (*this)(e->key()); }
+  };
+  struct KeyEq {
+    using is_transparent = void;
+    static std::string_view k(std::string_view s) { return s; }
+    static std::string_view k(const Entry* e) { return e->key(); }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const { return k(a) == k(b); }
+  };
+  // Entries are owned here (freed in ~State); the indexes hold plain vectors of pointers.
+  std::unordered_set<Entry*, KeyHash, KeyEq> by_key;
+  using Index = std::unordered_map<std::string, std::vector<const Entry*>>;
   Index by_ns, by_owner, by_label;  // label index key: "k=v"
 
+  State() = default;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State() {
+    for (Entry* e : by_key) EntryDeleter{}(e);
+  }
+
+  static std::string label_key(std::string_view k, std::string_view v) {
+    std::string s;
+    s.reserve(k.size() + 1 + v.size());
+    s.append(k).append("=").append(v);
+    return s;
+  }
   void index(const Entry* e) {
-    by_ns[std::string(e->ns())].insert(e);
-    for (const auto& u : e->owner_uids) by_owner[u].insert(e);
-    for (const auto& [k, v] : e->labels) by_label[k + "=" + v].insert(e);
+    by_ns[std::string(e->ns())].push_back(e);
+    e->for_each_owner([&](std::string_view u, int) { by_owner[std::string(u)].push_back(e); });
+    e->for_each_label(
+        [&](std::string_view k, std::string_view v) { by_label[label_key(k, v)].push_back(e); });
   }
   static void drop(Index& idx, const std::string& k, const Entry* e) {
     auto it = idx.find(k);
     if (it == idx.end()) return;
-    it->second.erase(e);
-    if (it->second.empty()) idx.erase(it);
+    auto& v = it->second;
+    auto pos = std::find(v.begin(), v.end(), e);
+    if (pos != v.end()) {
+      *pos = v.back();
+      v.pop_back();
+    }
+    if (v.empty()) idx.erase(it);
   }
   void unindex(const Entry* e) {
     drop(by_ns, std::string(e->ns()), e);
-    for (const auto& u : e->owner_uids) drop(by_owner, u, e);
-    for (const auto& [k, v] : e->labels) drop(by_label, k + "=" + v, e);
+    e->for_each_owner([&](std::string_view u, int) { drop(by_owner, std::string(u), e); });
+    e->for_each_label(
+        [&](std::string_view k, std::string_view v) { drop(by_label, label_key(k, v), e); });
   }
   // Inserts e, replacing an entry with the same key; returns the replaced one.
-  std::unique_ptr<Entry> put(std::unique_ptr<Entry> e) {
-    std::unique_ptr<Entry> old = take(e->key);
+  EntryPtr put(EntryPtr e) {
+    EntryPtr old = take(e->key());
     index(e.get());
-    const std::string_view k = e->key;
-    by_key.emplace(k, std::move(e));
+    by_key.insert(e.release());
     return old;
   }
-  std::unique_ptr<Entry> take(const std::string& key) {
+  EntryPtr take(std::string_view key) {
     auto it = by_key.find(key);
     if (it == by_key.end()) return nullptr;
-    std::unique_ptr<Entry> e = std::move(it->second);
+    EntryPtr e(*it);
     by_key.erase(it);
     unindex(e.get());
     return e;
   }
-  const Entry* find(const std::string& key) const {
+  const Entry* find(std::string_view key) const {
     auto it = by_key.find(key);
-    return it == by_key.end() ? nullptr : it->second.get();
+    return it == by_key.end() ? nullptr : *it;
   }
 };
 
@@ -83,34 +195,83 @@ Store::Store(StoreOptions options)
 
 Store::~Store() = default;
 
-std::unique_ptr<Store::Entry> Store::make_entry(Object o) const {
+Store::EntryPtr Store::make_entry(Object o) {
   if (options_.strip_managed_fields && o.contains("metadata") && o["metadata"].is_object())
     o["metadata"].erase("managedFields");
   if (options_.transform) options_.transform(o);
-  auto e = std::make_unique<Entry>();
   const std::string ns = namespace_of(o);
-  e->key = object_key(ns, name_of(o));
-  e->ns_len = ns.size();
-  e->resource_version = resource_version_of(o);
-  e->owner_uids = owner_uids(o);
+  const std::string key = object_key(ns, name_of(o));
+  const std::string rv = resource_version_of(o);
+  const std::vector<std::string> owners = owner_uids(o);
   const std::string controller = controller_uid(o);
-  for (size_t i = 0; i < e->owner_uids.size() && !controller.empty(); ++i)
-    if (e->owner_uids[i] == controller) e->controller = static_cast<int>(i);
-  const Object& labels = labels_of(o);
-  if (labels.is_object())
-    for (const auto& [k, v] : labels.items())
-      if (v.is_string()) e->labels.emplace_back(k, v.get<std::string>());
-  e->packed = Object::to_msgpack(o);
-  e->packed.shrink_to_fit();
+  std::string labels;
+  if (const Object& l = labels_of(o); l.is_object())
+    for (const auto& [k, v] : l.items())
+      if (v.is_string() && k.find('\0') == std::string::npos) {
+        const auto& s = v.get_ref<const std::string&>();
+        if (s.find('\0') != std::string::npos) continue;  // not a valid label; never indexed
+        labels.append(k).push_back('\0');
+        labels.append(s).push_back('\0');
+      }
+  std::string owner_blob;
+  int32_t controller_index = -1;
+  for (size_t i = 0; i < owners.size(); ++i) {
+    if (!controller.empty() && controller_index < 0 && owners[i] == controller)
+      controller_index = static_cast<int32_t>(i);
+    owner_blob.append(owners[i]).push_back('\0');
+  }
+
+  uint32_t flags = 0;
+  if (take_meta_string(o, "name")) flags |= kName;
+  if (!ns.empty() && take_meta_string(o, "namespace")) flags |= kNs;
+  if (take_meta_string(o, "resourceVersion")) flags |= kRv;
+  auto k = o.find("kind");
+  auto a = o.find("apiVersion");
+  if (k != o.end() && a != o.end() && k->is_string() && a->is_string()) {
+    if (!type_set_) {
+      // Set once, before any entry that relies on it is visible to readers.
+      std::unique_lock lock(mu_);
+      kind_ = k->get<std::string>();
+      api_version_ = a->get<std::string>();
+      type_set_ = true;
+    }
+    if (k->get_ref<const std::string&>() == kind_ && a->get_ref<const std::string&>() == api_version_) {
+      o.erase("kind");
+      o.erase("apiVersion");
+      flags |= kTyped;
+    }
+  }
+  std::vector<uint8_t> packed = Object::to_msgpack(o);
+
+  const size_t n = key.size() + rv.size() + labels.size() + owner_blob.size() + packed.size();
+  void* mem = ::operator new(sizeof(Entry) + n);
+  EntryPtr e(new (mem) Entry());
+  e->key_len = static_cast<uint32_t>(key.size());
+  e->ns_len = static_cast<uint32_t>(ns.size());
+  e->rv_len = static_cast<uint32_t>(rv.size());
+  e->labels_len = static_cast<uint32_t>(labels.size());
+  e->owners_len = static_cast<uint32_t>(owner_blob.size());
+  e->packed_len = static_cast<uint32_t>(packed.size());
+  e->controller = controller_index;
+  e->flags = flags;
+  char* p = reinterpret_cast<char*>(e.get() + 1);
+  for (std::string_view part : {std::string_view(key), std::string_view(rv),
+                                std::string_view(labels), std::string_view(owner_blob)}) {
+    std::memcpy(p, part.data(), part.size());
+    p += part.size();
+  }
+  std::memcpy(p, packed.data(), packed.size());
   return e;
 }
 
-std::vector<Object> Store::decode_sorted(std::vector<const Entry*> entries) {
+Object Store::decode(const Entry* e) const { return e->decode(kind_, api_version_); }
+
+std::vector<Object> Store::decode_sorted(std::vector<const Entry*> entries) const {
   std::sort(entries.begin(), entries.end(),
-            [](const Entry* a, const Entry* b) { return a->key < b->key; });
+            [](const Entry* a, const Entry* b) { return a->key() < b->key(); });
   std::vector<Object> out;
   out.reserve(entries.size());
-  for (const Entry* e : entries) out.push_back(e->decode());
+  for (const Entry* e : entries) out.push_back(decode(e));
   return out;
 }
 
@@ -122,14 +283,14 @@ std::optional<Object> Store::get_by_key(const std::string& key) const {
   std::shared_lock lock(mu_);
   const Entry* e = state_->find(key);
   if (!e) return std::nullopt;
-  return e->decode();
+  return decode(e);
 }
 
 std::vector<Object> Store::list(const std::string& ns, const LabelSelector& selector) const {
   std::shared_lock lock(mu_);
   // Start from the smallest index that must contain every match, then filter.
-  const std::unordered_set<const Entry*>* candidates = nullptr;
-  static const std::unordered_set<const Entry*> kEmpty;  // a constant, not state
+  const std::vector<const Entry*>* candidates = nullptr;
+  static const std::vector<const Entry*> kEmpty;  // a constant, not state
   auto narrow = [&](const State::Index& idx, const std::string& k) {
     auto it = idx.find(k);
     const auto* set = it == idx.end() ? &kEmpty : &it->second;
@@ -140,15 +301,21 @@ std::vector<Object> Store::list(const std::string& ns, const LabelSelector& sele
     if (r.op == LabelRequirement::Op::Equals || (r.op == LabelRequirement::Op::In && r.values.size() == 1))
       narrow(state_->by_label, r.key + "=" + r.values[0]);
   std::vector<const Entry*> hits;
+  std::string value;  // the label value a lookup returns; one lookup is used at a time
   auto consider = [&](const Entry* e) {
     if (!ns.empty() && e->ns() != ns) return;
-    if (selector.matches_lookup([e](const std::string& k) { return e->label(k); }))
+    if (selector.matches_lookup([e, &value](const std::string& k) -> const std::string* {
+          const auto v = e->label(k);
+          if (!v) return nullptr;
+          value.assign(*v);
+          return &value;
+        }))
       hits.push_back(e);
   };
   if (candidates) {
     for (const Entry* e : *candidates) consider(e);
   } else {
-    for (const auto& [k, e] : state_->by_key) consider(e.get());
+    for (const Entry* e : state_->by_key) consider(e);
   }
   return decode_sorted(std::move(hits));
 }
@@ -159,8 +326,7 @@ std::vector<Object> Store::owned(const std::string& uid, bool controller_only) c
   auto it = state_->by_owner.find(uid);
   if (it != state_->by_owner.end())
     for (const Entry* e : it->second)
-      if (!controller_only || (e->controller >= 0 && e->owner_uids[e->controller] == uid))
-        hits.push_back(e);
+      if (!controller_only || e->controlled_by(uid)) hits.push_back(e);
   return decode_sorted(std::move(hits));
 }
 
@@ -171,7 +337,7 @@ std::vector<std::string> Store::keys() const {
   std::shared_lock lock(mu_);
   std::vector<std::string> out;
   out.reserve(state_->by_key.size());
-  for (const auto& [k, e] : state_->by_key) out.emplace_back(k);
+  for (const Entry* e : state_->by_key) out.emplace_back(e->key());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -185,11 +351,11 @@ size_t Store::approx_bytes() const {
   std::shared_lock lock(mu_);
   // Per hash node: the value, a next pointer and a cached hash, plus a bucket pointer.
   constexpr size_t kNode = 3 * sizeof(void*);
-  size_t n = state_->by_key.size() * (sizeof(std::string_view) + sizeof(void*) + kNode);
-  for (const auto& [k, e] : state_->by_key) n += e->bytes();
+  size_t n = state_->by_key.size() * (sizeof(void*) + kNode);
+  for (const Entry* e : state_->by_key) n += e->bytes();
   for (const auto* idx : {&state_->by_ns, &state_->by_owner, &state_->by_label})
-    for (const auto& [k, set] : *idx)
-      n += sizeof(k) + k.capacity() + kNode + sizeof(set) + set.size() * (sizeof(void*) + kNode);
+    for (const auto& [k, v] : *idx)
+      n += sizeof(k) + k.capacity() + kNode + sizeof(v) + v.capacity() * sizeof(void*);
   return n;
 }
 
@@ -198,7 +364,7 @@ std::optional<Object> Store::upsert(const Object& obj) {
   std::unique_lock lock(mu_);
   auto old = state_->put(std::move(e));
   if (!old) return std::nullopt;
-  return old->decode();
+  return decode(old.get());
 }
 
 std::optional<Object> Store::erase(const Object& obj) {
@@ -206,7 +372,7 @@ std::optional<Object> Store::erase(const Object& obj) {
   std::unique_lock lock(mu_);
   auto old = state_->take(key);
   if (!old) return std::nullopt;
-  return old->decode();
+  return decode(old.get());
 }
 
 Store::Diff Store::replace(const std::vector<Object>& objects) {
@@ -227,13 +393,13 @@ Store::Diff Store::replace(std::vector<Object>&& objects, bool report,
   std::vector<const Entry*> added, deleted;
   std::vector<std::pair<const Entry*, const Entry*>> updated;
   if (report) {
-    for (const auto& [k, e] : next->by_key) {
-      const Entry* prev = state_->find(std::string(k));
-      if (!prev) added.push_back(e.get());
-      else if (prev->resource_version != e->resource_version) updated.emplace_back(prev, e.get());
+    for (const Entry* e : next->by_key) {
+      const Entry* prev = state_->find(e->key());
+      if (!prev) added.push_back(e);
+      else if (prev->resource_version() != e->resource_version()) updated.emplace_back(prev, e);
     }
-    for (const auto& [k, e] : state_->by_key)
-      if (!next->find(std::string(k))) deleted.push_back(e.get());
+    for (const Entry* e : state_->by_key)
+      if (!next->find(e->key())) deleted.push_back(e);
   }
   std::unique_ptr<State> old;  // keeps the entries of `updated` and `deleted` alive
   {
@@ -244,9 +410,9 @@ Store::Diff Store::replace(std::vector<Object>&& objects, bool report,
   // Decoding the new entries without the lock is safe: only this writer changes them.
   Diff diff;
   diff.added.reserve(added.size());
-  for (const Entry* e : added) diff.added.push_back(e->decode());
-  for (const auto& [p, e] : updated) diff.updated.emplace_back(p->decode(), e->decode());
-  for (const Entry* e : deleted) diff.deleted.push_back(e->decode());
+  for (const Entry* e : added) diff.added.push_back(decode(e));
+  for (const auto& [p, e] : updated) diff.updated.emplace_back(decode(p), decode(e));
+  for (const Entry* e : deleted) diff.deleted.push_back(decode(e));
   return diff;  // `old` is freed here, outside the lock
 }
 

@@ -2,9 +2,10 @@
 // many readers (reconcilers), as kube-rs's reflector store: a relist builds a new state and
 // swaps it in atomically, reporting objects that vanished as deletions.
 //
-// Memory is kept modest on purpose (it is benchmarked against client-go): objects are stored
-// as MessagePack (decoded on read), metadata.managedFields is dropped by default, and indexes
-// hold pointers to entries rather than copies of keys.
+// Memory is kept modest on purpose (it is benchmarked against client-go): each object is one
+// allocation holding its key, resourceVersion, labels, owner uids and a MessagePack body
+// without what those already say (decoded on read, the object restored exactly);
+// metadata.managedFields is dropped by default, and indexes hold pointers to entries.
 #pragma once
 
 #include <functional>
@@ -66,14 +67,23 @@ class Store {
 
  private:
   struct Entry;
+  struct EntryDeleter {
+    void operator()(Entry* e) const;
+  };
+  using EntryPtr = std::unique_ptr<Entry, EntryDeleter>;
   struct State;
-  std::unique_ptr<Entry> make_entry(Object obj) const;  // strips, transforms, packs
-  static std::vector<Object> decode_sorted(std::vector<const Entry*> entries);
+  EntryPtr make_entry(Object obj);  // strips, transforms, packs; the writer only
+  Object decode(const Entry* e) const;
+  std::vector<Object> decode_sorted(std::vector<const Entry*> entries) const;
   std::vector<Object> owned(const std::string& uid, bool controller_only) const;
 
   const StoreOptions options_;          // constant after construction
   mutable std::shared_mutex mu_;
   std::unique_ptr<State> state_;        // GUARDED_BY(mu_)
+  // The kind/apiVersion of the first typed object stored: entries of that type leave them out
+  // of their body. Set once by the writer (under mu_), constant afterwards.
+  std::string kind_, api_version_;
+  bool type_set_ = false;
 };
 
 }  // namespace kube

@@ -169,5 +169,35 @@ TEST(Store, ReadersRunConcurrentlyWithTheWriter) {
   EXPECT_EQ(s.size(), 50u);
 }
 
+
+TEST(Store, ObjectsReadBackExactlyAsStoredWhateverTheEntryLeavesOut) {
+  Store s;
+  Object pod = obj("ns", "a", {{"app", "web"}, {"tier", "1"}}, "7");
+  pod["kind"] = "Pod";
+  pod["apiVersion"] = "v1";
+  pod["spec"] = {{"nodeName", "n1"}};
+  Object other_type = obj("ns", "b", {}, "8");
+  other_type["kind"] = "Other";
+  other_type["apiVersion"] = "example.com/v1";
+  Object untyped = obj("", "node1", {}, "9");
+  Object no_name = {{"metadata", {{"namespace", "ns"}}}, {"kind", "Pod"}};
+  Object numeric_meta = {{"metadata", {{"name", "c"}, {"resourceVersion", 5}}}};
+  Object owned_pod = owned("d", "u1", true);
+  owned_pod["kind"] = "Pod";
+  owned_pod["apiVersion"] = "v1";
+  for (const Object& o : {pod, other_type, untyped, no_name, numeric_meta, owned_pod}) {
+    s.upsert(o);
+    const auto got = s.get_by_key(object_key(o));
+    ASSERT_TRUE(got.has_value()) << o.dump();
+    EXPECT_EQ(*got, o);
+  }
+  EXPECT_EQ(s.list("ns", LabelSelector::parse("app=web,tier=1")), std::vector<Object>{pod});
+  EXPECT_EQ(s.by_controller("u1"), std::vector<Object>{owned_pod});
+  const auto diff = s.replace({pod});
+  EXPECT_EQ(diff.deleted.size(), 5u);
+  EXPECT_TRUE(diff.added.empty());
+  EXPECT_EQ(s.list(), std::vector<Object>{pod});
+}
+
 }  // namespace
 }  // namespace kube
