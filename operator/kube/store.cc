@@ -19,7 +19,46 @@ enum EntryFlags : uint32_t {
   kNs = 2,       // metadata.namespace likewise
   kRv = 4,       // metadata.resourceVersion: restored from the entry
   kTyped = 8,    // kind/apiVersion were the store's TypeMeta: restored from it
+  kUid = 16,     // metadata.uid was a canonical UUID: 16 bytes after the owner uids
 };
+
+constexpr size_t kUidBytes = 16;
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// A lowercase 8-4-4-4-12 UUID as 16 bytes; false for anything else (kept in the body as is).
+bool pack_uid(std::string_view s, uint8_t* out) {
+  if (s.size() != 36) return false;
+  size_t n = 0;
+  for (size_t i = 0; i < s.size();) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (s[i] != '-') return false;
+      ++i;
+      continue;
+    }
+    const int hi = hex_value(s[i]), lo = hex_value(s[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[n++] = static_cast<uint8_t>(hi << 4 | lo);
+    i += 2;
+  }
+  return n == kUidBytes;
+}
+
+std::string unpack_uid(const uint8_t* in) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(36);
+  for (size_t i = 0; i < kUidBytes; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s.push_back('-');
+    s.push_back(kHex[in[i] >> 4]);
+    s.push_back(kHex[in[i] & 15]);
+  }
+  return s;
+}
 
 // Removes metadata[field] when it is a string; returns whether it did.
 bool take_meta_string(Object& obj, const char* field) {
@@ -52,11 +91,13 @@ struct Store::Entry {
   std::string_view owners_blob() const {
     return {data() + key_len + rv_len + labels_len, owners_len};
   }
-  const uint8_t* packed() const {
+  const uint8_t* uid() const {
     return reinterpret_cast<const uint8_t*>(data() + key_len + rv_len + labels_len + owners_len);
   }
+  size_t uid_len() const { return (flags & kUid) ? kUidBytes : 0; }
+  const uint8_t* packed() const { return uid() + uid_len(); }
   size_t bytes() const {
-    return sizeof(Entry) + key_len + rv_len + labels_len + owners_len + packed_len;
+    return sizeof(Entry) + key_len + rv_len + labels_len + owners_len + uid_len() + packed_len;
   }
 
   // f(key, value) for each label.
@@ -99,8 +140,9 @@ struct Store::Entry {
       o["kind"] = kind;
       o["apiVersion"] = api_version;
     }
-    if (flags & (kName | kNs | kRv)) {
+    if (flags & (kName | kNs | kRv | kUid)) {
       Object& m = o["metadata"];
+      if (flags & kUid) m["uid"] = unpack_uid(uid());
       if (flags & kName) m["name"] = std::string(name());
       if (flags & kNs) m["namespace"] = std::string(ns());
       if (flags & kRv) m["resourceVersion"] = std::string(resource_version());
@@ -169,6 +211,12 @@ struct Store::State {
     e->for_each_label(
         [&](std::string_view k, std::string_view v) { drop(by_label, label_key(k, v), e); });
   }
+  // Gives back the slack of the index vectors (a relist builds them by appending).
+  void shrink() {
+    for (Index* idx : {&by_ns, &by_owner, &by_label})
+      for (auto& [k, v] : *idx)
+        if (v.capacity() > v.size() + 4) v.shrink_to_fit();
+  }
   // Inserts e, replacing an entry with the same key; returns the replaced one.
   EntryPtr put(EntryPtr e) {
     EntryPtr old = take(e->key());
@@ -225,6 +273,8 @@ Store::EntryPtr Store::make_entry(Object o) {
   if (take_meta_string(o, "name")) flags |= kName;
   if (!ns.empty() && take_meta_string(o, "namespace")) flags |= kNs;
   if (take_meta_string(o, "resourceVersion")) flags |= kRv;
+  uint8_t uid_bytes[kUidBytes];
+  if (pack_uid(uid_of(o), uid_bytes) && take_meta_string(o, "uid")) flags |= kUid;
   auto k = o.find("kind");
   auto a = o.find("apiVersion");
   if (k != o.end() && a != o.end() && k->is_string() && a->is_string()) {
@@ -243,7 +293,9 @@ Store::EntryPtr Store::make_entry(Object o) {
   }
   std::vector<uint8_t> packed = Object::to_msgpack(o);
 
-  const size_t n = key.size() + rv.size() + labels.size() + owner_blob.size() + packed.size();
+  const size_t uid_len = (flags & kUid) ? kUidBytes : 0;
+  const size_t n =
+      key.size() + rv.size() + labels.size() + owner_blob.size() + uid_len + packed.size();
   void* mem = ::operator new(sizeof(Entry) + n);
   EntryPtr e(new (mem) Entry());
   e->key_len = static_cast<uint32_t>(key.size());
@@ -260,7 +312,8 @@ Store::EntryPtr Store::make_entry(Object o) {
     std::memcpy(p, part.data(), part.size());
     p += part.size();
   }
-  std::memcpy(p, packed.data(), packed.size());
+  std::memcpy(p, uid_bytes, uid_len);
+  std::memcpy(p + uid_len, packed.data(), packed.size());
   return e;
 }
 
@@ -388,6 +441,7 @@ Store::Diff Store::replace(std::vector<Object>&& objects, bool report,
   auto next = std::make_unique<State>();
   for (auto& o : objects) next->put(make_entry(std::move(o)));
   objects.clear();
+  next->shrink();
   // Reading the current state needs no lock: this is the only writer. The changes are
   // collected as entries and decoded after the swap, so readers see the new content first.
   std::vector<const Entry*> added, deleted;

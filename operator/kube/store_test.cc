@@ -159,6 +159,9 @@ TEST(Store, ReadersRunConcurrentlyWithTheWriter) {
       ++reads;
     }
   });
+  // The writes start once the reader is reading: on a loaded machine the 500 writes could
+  // otherwise be over before the reader thread first runs.
+  while (reads.load() == 0) std::this_thread::yield();
   for (int i = 0; i < 500; ++i) {
     s.upsert(obj("ns", "p" + std::to_string(i % 50), {}, std::to_string(i)));
     if (i % 100 == 0) s.replace({obj("ns", "p0")});
@@ -185,7 +188,11 @@ TEST(Store, ObjectsReadBackExactlyAsStoredWhateverTheEntryLeavesOut) {
   Object owned_pod = owned("d", "u1", true);
   owned_pod["kind"] = "Pod";
   owned_pod["apiVersion"] = "v1";
-  for (const Object& o : {pod, other_type, untyped, no_name, numeric_meta, owned_pod}) {
+  owned_pod["metadata"]["uid"] = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";  // packed as 16 bytes
+  pod["metadata"]["uid"] = "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0";      // not canonical: kept
+  Object odd_uid = obj("ns", "e");
+  odd_uid["metadata"]["uid"] = "not-a-uuid-but-exactly-36-chars-long";
+  for (const Object& o : {pod, other_type, untyped, no_name, numeric_meta, owned_pod, odd_uid}) {
     s.upsert(o);
     const auto got = s.get_by_key(object_key(o));
     ASSERT_TRUE(got.has_value()) << o.dump();
@@ -194,7 +201,7 @@ TEST(Store, ObjectsReadBackExactlyAsStoredWhateverTheEntryLeavesOut) {
   EXPECT_EQ(s.list("ns", LabelSelector::parse("app=web,tier=1")), std::vector<Object>{pod});
   EXPECT_EQ(s.by_controller("u1"), std::vector<Object>{owned_pod});
   const auto diff = s.replace({pod});
-  EXPECT_EQ(diff.deleted.size(), 5u);
+  EXPECT_EQ(diff.deleted.size(), 6u);
   EXPECT_TRUE(diff.added.empty());
   EXPECT_EQ(s.list(), std::vector<Object>{pod});
 }
