@@ -13,6 +13,7 @@
 
 #include "kube/config.h"
 #include "kube/rest_client.h"
+#include "local/reaper.h"
 #include "local/kubelet.h"
 #include "local/local_run.h"
 
@@ -96,7 +97,13 @@ int main(int argc, char** argv) {
       run.timeout = parse_duration(timeout);
       run.bin_dir = own_dir();
       run.ssh_config_dir = default_ssh_config_dir();
-      return local::run_local(run, std::cout, std::cerr, interrupted);
+      // Orphaned descendants of pods come back to us, so none outlives the run (reaper.h).
+      if (!local::become_subreaper()) {
+        std::cerr << "korovod: cannot become a child subreaper; orphans of pods are left to init\n";
+      }
+      const int code = local::run_local(run, std::cout, std::cerr, interrupted);
+      local::reap_all_children(std::chrono::seconds(5));
+      return code;
     }
     local::KubeletOptions ko;
     ko.node_name = node_name;

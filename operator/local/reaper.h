@@ -1,0 +1,19 @@
+// Orphans of a pod (e.g. bubblewrap's inner process, left when the outer one dies) are
+// re-parented to the nearest "child subreaper". korovod makes itself that subreaper, so that
+// before it exits it can kill and reap every descendant it ever started: "no process left
+// behind" then holds even where the machine's init reaps orphans late or never.
+#pragma once
+
+#include <chrono>
+
+namespace local {
+
+// Marks this process as a child subreaper (Linux prctl). Returns false if the kernel refuses.
+bool become_subreaper();
+
+// SIGKILLs every remaining child of this process and reaps them all, waiting at most `limit`.
+// Returns the number of children reaped. Call only once no Process object still waits on its
+// own child (waitpid(-1) would take their exit statuses).
+int reap_all_children(std::chrono::milliseconds limit);
+
+}  // namespace local
