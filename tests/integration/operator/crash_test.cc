@@ -65,6 +65,9 @@ TEST_F(Crash, KillNineDuringTwentyLifecycles) {
           }
         }
         if (workers.size() < 2) continue;
+        // Job i's launcher may succeed only after i % 6 kills, so job completions (and their
+        // cleanups) are spread across operator restarts even when the machine is fast.
+        if (kills.load() < i % 6) continue;
         for (const auto& p : launcher_pods(c(), ns(), job)) {
           if (p["status"].value("phase", "Pending") == "Pending") {
             set_pod_phase(c(), ns(), kube::name_of(p), "Succeeded");
