@@ -69,7 +69,10 @@ struct MountedSecret {
     write_file(dir / "id_rsa.pub", pub, mode);
     write_file(dir / "authorized_keys", pub, mode);
   }
-  ~MountedSecret() { fs::remove_all(dir); }
+  ~MountedSecret() {
+    std::error_code ignored;  // never throw from a destructor
+    fs::remove_all(dir, ignored);
+  }
 };
 
 TEST(SshKeys, FormatsMatchMpiOperator) {
@@ -109,7 +112,12 @@ TEST(SshKeys, SshdAcceptsTheKeyAsHostKeyAndForLogin) {
                         " -o BatchMode=yes -o LogLevel=ERROR " + user + "@127.0.0.1 echo ok");
   std::string sshd_pid;
   std::ifstream(pid) >> sshd_pid;
-  if (!sshd_pid.empty()) kill(std::stoi(sshd_pid), SIGTERM);
+  if (!sshd_pid.empty()) {
+    // sshd deletes its pid file as it exits: wait until it is gone before the directory goes.
+    const pid_t daemon = std::stoi(sshd_pid);
+    kill(daemon, SIGTERM);
+    for (int i = 0; i < 250 && kill(daemon, 0) == 0; ++i) usleep(20'000);
+  }
   EXPECT_EQ(out, "ok\n");
 }
 
