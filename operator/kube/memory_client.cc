@@ -252,7 +252,18 @@ Object MemoryClient::create_locked(const Resource& r, const std::string& ns, Obj
 }
 
 Object MemoryClient::update(const Resource& r, const std::string& ns, const Object& obj) {
-  before_request({Verb::Update, r, ns, obj.is_object() ? name_of(obj) : ""});
+  return checked_update(Verb::Update, r, ns, obj, false);
+}
+
+Object MemoryClient::update_status(const Resource& r, const std::string& ns, const Object& obj) {
+  return checked_update(Verb::UpdateStatus, r, ns, obj, true);
+}
+
+// update and update_status: the same lookup and optimistic-concurrency check; a uid
+// precondition is only honoured by a whole-object update, as on the API server.
+Object MemoryClient::checked_update(Verb verb, const Resource& r, const std::string& ns,
+                                    const Object& obj, bool status_only) {
+  before_request({verb, r, ns, obj.is_object() ? name_of(obj) : ""});
   const std::string sns = scope_ns(r, ns, &obj);
   const std::string name = name_of(obj);
   if (name.empty()) throw invalid_error(r.kind, "", "metadata.name: Required value");
@@ -264,26 +275,10 @@ Object MemoryClient::update(const Resource& r, const std::string& ns, const Obje
     throw conflict_error(r.resource, name,
                          "the object has been modified; please apply your changes to the latest "
                          "version and try again");
-  if (!uid.empty() && uid != uid_of(*cur))
+  if (!status_only && !uid.empty() && uid != uid_of(*cur))
     throw conflict_error(r.resource, name, "Precondition failed: UID in precondition: " + uid +
                                                ", UID in object meta: " + uid_of(*cur));
-  return store_update_locked(r, *cur, obj, false);
-}
-
-Object MemoryClient::update_status(const Resource& r, const std::string& ns, const Object& obj) {
-  before_request({Verb::UpdateStatus, r, ns, obj.is_object() ? name_of(obj) : ""});
-  const std::string sns = scope_ns(r, ns, &obj);
-  const std::string name = name_of(obj);
-  if (name.empty()) throw invalid_error(r.kind, "", "metadata.name: Required value");
-  std::lock_guard lock(mu_);
-  const Object* cur = find_locked(r, sns, name);
-  if (!cur) throw not_found_error(r.resource, name);
-  const std::string rv = resource_version_of(obj);
-  if (!rv.empty() && rv != resource_version_of(*cur))
-    throw conflict_error(r.resource, name,
-                         "the object has been modified; please apply your changes to the latest "
-                         "version and try again");
-  return store_update_locked(r, *cur, obj, true);
+  return store_update_locked(r, *cur, obj, status_only);
 }
 
 Object MemoryClient::store_update_locked(const Resource& r, const Object& existing_ref,

@@ -83,6 +83,8 @@ class MemoryClient final : public Client {
   std::string scope_ns(const Resource& r, const std::string& ns, const Object* obj) const;
   Bucket& bucket_locked(const Resource& r);
   Object* find_locked(const Resource& r, const std::string& ns, const std::string& name);
+  Object checked_update(Verb verb, const Resource& r, const std::string& ns, const Object& obj,
+                        bool status_only);
   Object create_locked(const Resource& r, const std::string& ns, Object obj);
   Object store_update_locked(const Resource& r, const Object& existing, Object next,
                              bool status_only);
