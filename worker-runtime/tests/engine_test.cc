@@ -91,15 +91,24 @@ TEST(Engine, GroupedAllreduceFusesAndRunsCallbacksAndScales) {
 }
 
 TEST(Engine, DuplicatePendingNameIsRefused) {
+  // Rank 1 submits "dup" only after rank 0 has tried twice, so rank 0's first "dup" is certainly
+  // still pending (it cannot complete without rank 1) when the second one arrives.
   auto world = std::make_shared<fake::FakeWorld>(2);
+  std::atomic<bool> rank0_submitted{false};
   run_ranks(2, [&](int rank) {
     auto rt = make_runtime(world, rank, fast_config());
     std::vector<float> a(1), b(1);
+    if (rank == 1) {
+      while (!rank0_submitted.load()) std::this_thread::yield();
+    }
     auto h1 = rt->allreduce("dup", f32(a), f32(a));
-    auto h2 = rt->allreduce("dup", f32(b), f32(b));
     ASSERT_TRUE(h1.is_ok());
-    ASSERT_FALSE(h2.is_ok());
-    EXPECT_NE(h2.status().message().find("DUPLICATE_NAME"), std::string::npos);
+    if (rank == 0) {
+      auto h2 = rt->allreduce("dup", f32(b), f32(b));
+      rank0_submitted = true;
+      ASSERT_FALSE(h2.is_ok());
+      EXPECT_NE(h2.status().message().find("DUPLICATE_NAME"), std::string::npos);
+    }
     EXPECT_TRUE(rt->wait(*h1).is_ok());
     EXPECT_TRUE(rt->shutdown().is_ok());
   });
