@@ -4,9 +4,25 @@
 # (binds pods to our Node) + korovod-operator + `korovod kubelet` running the pods → the
 # launcher's real mpirun → real ranks in the worker pods → MPIJob Succeeded, shown by
 # `kubectl get mpijobs`. examples/pi/pi.yaml is applied unchanged.
+#
+# --chart-rbac cluster|namespaced: the Helm chart is installed for real (helm install, that RBAC
+# scope, leader election on) with its pod kept off every node, and korovod-operator runs here with the args of
+# the chart's Deployment under a token of the chart's own ServiceAccount (`kubectl create
+# token`): a verb missing from the chart's RBAC fails the job or shows as a 403 in the log.
 # Skips (77) when korovod-operator has not been built.
 source "$(dirname "$0")/lib.sh"
 : "${KUBECONFIG:?}"
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+chart_rbac=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --chart-rbac) chart_rbac=${2:?--chart-rbac needs cluster or namespaced}; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "kubelet-cluster.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+[[ -z $chart_rbac || $chart_rbac == cluster || $chart_rbac == namespaced ]] ||
+  { echo "kubelet-cluster.sh: --chart-rbac must be cluster or namespaced, not '$chart_rbac'" >&2; exit 2; }
 OPERATOR=${KOROVOD_OPERATOR:-$KOROVOD_BIN_DIR/korovod-operator}
 [[ -x $OPERATOR ]] || { echo "SKIP: $OPERATOR is not built (cmake --build <dir> --target korovod-operator)"; exit 77; }
 KUBECTL=${KUBECTL:-$(ls -d "$HOME"/.cache/korovod/k8s-*/bin 2>/dev/null | head -1)/kubectl}
@@ -15,11 +31,15 @@ k() { "$KUBECTL" "$@"; }
 
 ns=korovod-e2e-local-$$
 node=korovod-e2e-node-$$
+release_ns=korovod-e2e-system-$$
+release=korovod-e2e-$$
 pids=()
+helm=""
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  k delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+  if [[ -n $helm ]]; then "$helm" uninstall "$release" -n "$release_ns" >/dev/null 2>&1 || true; fi
+  k delete namespace "$ns" "$release_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   k delete node "$node" --wait=false >/dev/null 2>&1 || true
   rm -rf "$TEST_DIR"
 }
@@ -29,10 +49,58 @@ k apply --server-side -f "$KOROVOD_SOURCE_DIR/crds/kubeflow.org_mpijobs.yaml" >/
 k wait --for condition=established --timeout=60s crd/mpijobs.kubeflow.org >/dev/null
 k create namespace "$ns" >/dev/null
 
-"$OPERATOR" --kubeconfig "$KUBECONFIG" --namespace "$ns" --lock-namespace "$ns" \
-  --health-port 0 --monitoring-port 0 \
-  >"$TEST_DIR/operator.log" 2>&1 &
-pids+=($!)
+if [[ -z $chart_rbac ]]; then
+  "$OPERATOR" --kubeconfig "$KUBECONFIG" --namespace "$ns" --lock-namespace "$ns" \
+    --health-port 0 --monitoring-port 0 \
+    >"$TEST_DIR/operator.log" 2>&1 &
+  pids+=($!)
+else
+  helm=${HELM:-$("$KOROVOD_SOURCE_DIR/tests/cluster/helm.sh" --cached 2>/dev/null | tail -n 1)} ||
+    fail "helm is not built; run scripts/setup (or tests/cluster/helm.sh)"
+  export HELM_CACHE_HOME=$TEST_DIR/helm-cache HELM_CONFIG_HOME=$TEST_DIR/helm-config HELM_DATA_HOME=$TEST_DIR/helm-data
+  k create namespace "$release_ns" >/dev/null
+  # The chart's CRD is the one applied above (same file). Its Deployment's pod must never run
+  # (no node matches its nodeSelector): this test runs the operator itself, with the
+  # Deployment's args, outside the cluster.
+  "$helm" install "$release" "$KOROVOD_SOURCE_DIR/charts/korovod-operator" -n "$release_ns" --skip-crds \
+    --set-string nodeSelector.korovod-test-no-such-node=true --set leaderElection.enabled=true --set rbac.scope="$chart_rbac" \
+    --set "watchNamespaces={$ns}" --set operator.logLevel=debug --wait=false >"$TEST_DIR/helm.log" 2>&1 ||
+    { cat "$TEST_DIR/helm.log"; fail "helm install --set rbac.scope=$chart_rbac"; }
+  sa=$(k -n "$release_ns" get deployment -l app.kubernetes.io/instance="$release" \
+    -o jsonpath='{.items[0].spec.template.spec.serviceAccountName}')
+  [[ -n $sa ]] || fail "the chart's Deployment names no serviceAccountName"
+  mapfile -t chart_args < <(k -n "$release_ns" get deployment -l app.kubernetes.io/instance="$release" \
+    -o jsonpath='{range .items[0].spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}')
+  [[ ${#chart_args[@]} -gt 0 ]] || fail "the chart's Deployment has no operator args"
+  args=()
+  for a in "${chart_args[@]}"; do
+    case $a in  # probe ports are the pod's; here any free port will do
+      --health-port=*) args+=(--health-port=0) ;;
+      --monitoring-port=*) args+=(--monitoring-port=0) ;;
+      *) args+=("$a") ;;
+    esac
+  done
+  # A kubeconfig that authenticates as the chart's ServiceAccount only: the admin kubeconfig's
+  # server and CA, a bound token from the TokenRequest API, no client certificate.
+  token=$(k -n "$release_ns" create token "$sa" --duration=1h) || fail "kubectl create token $sa"
+  server=$(k config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+  k config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' |
+    base64 -d >"$TEST_DIR/ca.crt"
+  [[ -s $TEST_DIR/ca.crt ]] || cp "$(k config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')" "$TEST_DIR/ca.crt"
+  sak() { KUBECONFIG=$TEST_DIR/sa.kubeconfig "$KUBECTL" "$@"; }
+  sak config set-cluster test --server="$server" --certificate-authority="$TEST_DIR/ca.crt" --embed-certs=true >/dev/null
+  sak config set-credentials sa --token="$token" >/dev/null
+  sak config set-context sa --cluster=test --user=sa >/dev/null
+  sak config use-context sa >/dev/null
+  whoami=$(sak auth whoami -o jsonpath='{.status.userInfo.username}')
+  [[ $whoami == "system:serviceaccount:$release_ns:$sa" ]] || fail "the token authenticates as '$whoami'"
+  sak -n "$ns" auth can-i delete secrets >/dev/null 2>&1 && echo "the chart's RBAC lets $sa delete secrets in $ns"
+  echo "operator: $whoami, args: ${args[*]}"
+  # KUBECONFIG (the env var) wins over --kubeconfig; POD_* as the Deployment's downward API sets them.
+  KUBECONFIG=$TEST_DIR/sa.kubeconfig POD_NAME=$release-test POD_NAMESPACE=$release_ns \
+    "$OPERATOR" "${args[@]}" >"$TEST_DIR/operator.log" 2>&1 &
+  pids+=($!)
+fi
 "$KOROVOD" kubelet --kubeconfig "$KUBECONFIG" --node-name "$node" --work-dir "$TEST_DIR/kubelet" \
   >"$TEST_DIR/kubelet.log" 2>&1 &
 pids+=($!)
@@ -50,6 +118,7 @@ status=""
 for _ in $(seq 1 240); do
   status=$(k -n "$ns" get mpijob pi -o jsonpath='{range .status.conditions[?(@.status=="True")]}{.type}{" "}{end}')
   [[ $status == *Succeeded* || $status == *Failed* ]] && break
+  kill -0 "${pids[0]}" 2>/dev/null || { cat "$TEST_DIR/operator.log"; fail "korovod-operator exited"; }
   sleep 1
 done
 echo "--- kubelet log"; cat "$TEST_DIR/kubelet.log"
@@ -62,4 +131,16 @@ expect_in "$TEST_DIR/kubelet.log" 'pi is approximately 3\.1[34]' "pi estimate in
 launcher_owner=$(k -n "$ns" get pods -l training.kubeflow.org/job-role=launcher \
   -o jsonpath='{.items[0].metadata.ownerReferences[0].kind}')
 [[ $launcher_owner == Job ]] || fail "launcher pod owned by '$launcher_owner', want the Job"
+if [[ -n $chart_rbac ]]; then
+  # The rest of the lifecycle under the chart's RBAC: deleting the MPIJob removes its children
+  # (garbage collector) and the operator keeps running without a single refused request.
+  k -n "$ns" delete mpijob pi --wait=true --timeout=60s >/dev/null || fail "kubectl delete mpijob pi"
+  kill -0 "${pids[0]}" 2>/dev/null || { cat "$TEST_DIR/operator.log"; fail "korovod-operator exited"; }
+  k -n "$release_ns" get lease -o name | grep -q . || fail "no leader-election Lease in $release_ns"
+  if grep -Eiq '\b403\b|forbidden' "$TEST_DIR/operator.log"; then
+    grep -Ei '\b403\b|forbidden' "$TEST_DIR/operator.log" | head -20
+    fail "korovod-operator was refused requests under the chart's RBAC ($chart_rbac)"
+  fi
+  echo "no request of korovod-operator was refused under the chart's $chart_rbac RBAC"
+fi
 echo PASS
