@@ -83,13 +83,13 @@ double cpu_seconds() {
   return tv(ru.ru_utime) + tv(ru.ru_stime);
 }
 
-// VmRSS from /proc/self/status, in bytes.
-uint64_t rss_bytes() {
+// A "Name:  N kB" line of /proc/self/status (VmRSS, RssAnon, RssFile), in bytes.
+uint64_t status_bytes(std::string_view name) {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      std::istringstream fields(line.substr(6));
+    if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 && line[name.size()] == ':') {
+      std::istringstream fields(line.substr(name.size() + 1));
       uint64_t kb = 0;
       fields >> kb;
       return kb * 1024;
@@ -97,6 +97,7 @@ uint64_t rss_bytes() {
   }
   return 0;
 }
+uint64_t rss_bytes() { return status_bytes("VmRSS"); }
 
 // Bytes the allocator has handed out and not had back: the C++ counterpart of Go's HeapInuse
 // after a GC (the README's definition). malloc_trim first returns free pages, so RSS is comparable.
@@ -231,6 +232,7 @@ int run(const Flags& f) {
 
   const uint64_t heap_before = heap_bytes();
   const uint64_t rss_before = rss_bytes();
+  const uint64_t anon_before = status_bytes("RssAnon"), file_before = status_bytes("RssFile");
 
   kube::RealClock clock;
   kube::InformerOptions io;  // the library's defaults (paged list of 500, then watch)
@@ -286,6 +288,9 @@ int run(const Flags& f) {
   logf("(c) heap %+lld bytes (%lld per object), rss %+lld bytes (store's own estimate %zu bytes)",
        static_cast<long long>(heap_delta), static_cast<long long>(per_object),
        static_cast<long long>(rss_delta), informer.store().approx_bytes());
+  logf("(c) rss split: anonymous %+lld bytes, file-backed (code and data of the libraries) %+lld bytes",
+       static_cast<long long>(status_bytes("RssAnon")) - static_cast<long long>(anon_before),
+       static_cast<long long>(status_bytes("RssFile")) - static_cast<long long>(file_before));
   informer.stop();
 
   if (!f.keep) {

@@ -67,12 +67,16 @@ class Store {
 
  private:
   struct Entry;
+  struct EntryBlock;
   struct EntryDeleter {
     void operator()(Entry* e) const;
   };
   using EntryPtr = std::unique_ptr<Entry, EntryDeleter>;
   struct State;
-  EntryPtr make_entry(Object obj);  // strips, transforms, packs; the writer only
+  // Strips, transforms (in place: `obj` is left stripped) and packs; the writer only.
+  EntryPtr make_entry(Object& obj);
+  // Moves a relist's entries into a few contiguous blocks (see EntryBlock in store.cc).
+  static std::vector<EntryPtr> pack_into_blocks(std::vector<EntryPtr> entries);
   Object decode(const Entry* e) const;
   std::vector<Object> decode_sorted(std::vector<const Entry*> entries) const;
   std::vector<Object> owned(const std::string& uid, bool controller_only) const;
@@ -84,6 +88,8 @@ class Store {
   // of their body. Set once by the writer (under mu_), constant afterwards.
   std::string kind_, api_version_;
   bool type_set_ = false;
+  // make_entry's MessagePack buffer, kept between calls (writer only): no allocation per object.
+  std::vector<uint8_t> pack_scratch_;
 };
 
 }  // namespace kube

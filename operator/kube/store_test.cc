@@ -128,6 +128,45 @@ TEST(Store, ReplaceSwapsContentAndReportsDiff) {
   EXPECT_EQ(s.list("", LabelSelector::parse("app=web")).size(), 1u);
 }
 
+// A relist packs its entries into shared blocks (store.cc, EntryBlock): several blocks' worth of
+// objects, a duplicate key inside the list, then updates and deletes that free entries out of
+// the blocks one by one, and a second relist that frees the rest. Every read must see exactly
+// what was stored (ASan/valgrind would catch a block freed while an entry still lives in it).
+TEST(Store, RelistBlocksOutliveNoneOfTheirEntries) {
+  Store s;
+  const std::string payload(2000, 'x');
+  auto make = [&](int i, const std::string& rv) {
+    Object o = obj("ns", "o" + std::to_string(i), {{"i", std::to_string(i % 7)}}, rv);
+    o["data"] = {{"payload", payload + std::to_string(i)}};
+    return o;
+  };
+  std::vector<Object> list;
+  for (int i = 0; i < 400; ++i) list.push_back(make(i, "1"));  // ~800 KB: more than 3 blocks
+  list.push_back(make(7, "1b"));                              // the same key again: last wins
+  s.replace(std::move(list));
+  ASSERT_EQ(s.size(), 400u);
+  EXPECT_EQ(resource_version_of(*s.get("ns", "o7")), "1b");
+  for (int i = 0; i < 400; i += 3) s.upsert(make(i, "2"));
+  for (int i = 1; i < 400; i += 3) s.erase(make(i, "1"));
+  for (int i = 0; i < 400; ++i) {
+    const auto got = s.get("ns", "o" + std::to_string(i));
+    if (i % 3 == 1) {
+      EXPECT_FALSE(got) << i;
+      continue;
+    }
+    ASSERT_TRUE(got) << i;
+    EXPECT_EQ((*got)["data"]["payload"], payload + std::to_string(i));
+    EXPECT_EQ(resource_version_of(*got), i % 3 == 0 ? "2" : (i == 7 ? "1b" : "1"));
+  }
+  EXPECT_EQ(s.list("", LabelSelector::parse("i=3")).size(), 38u);  // i%7==3, i%3!=1
+  std::vector<Object> again;
+  for (int i = 0; i < 10; ++i) again.push_back(make(i, "3"));
+  const auto diff = s.replace(std::move(again));
+  EXPECT_EQ(s.size(), 10u);
+  EXPECT_EQ(diff.deleted.size(), 400u - 133u - 10u + 3u);  // 267 live before; o1,o4,o7 re-added
+  EXPECT_EQ((*s.get("ns", "o9"))["data"]["payload"], payload + "9");
+}
+
 TEST(Store, ClusterScopedKeysHaveNoNamespace) {
   Store s;
   s.upsert(Object{{"metadata", {{"name", "node1"}}}});
