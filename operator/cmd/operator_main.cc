@@ -81,6 +81,15 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
     return 1;
   }
   if (!flags.master.empty()) config.server = flags.master;
+  // Before the first request: do not load the system CA bundle into every new TLS connection
+  // only to replace it with the cluster's CA (~20 ms of CPU each; see HttpRuntimeOptions).
+  // cpprestsdk's pool keeps its default size: watches and probes share it with the workers.
+  try {
+    kube::configure_http_runtime({.threads = 0, .skip_default_verify_paths = true});
+  } catch (const std::exception& e) {
+    log.error("cannot configure the HTTP runtime", {{"error", e.what()}});
+    return 1;
+  }
   kube::RestClientOptions ro;
   ro.qps = flags.kube_api_qps;
   ro.burst = flags.kube_api_burst;
