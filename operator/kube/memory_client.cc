@@ -175,7 +175,7 @@ Object MemoryClient::get(const Resource& r, const std::string& ns, const std::st
 }
 
 ListResult MemoryClient::list(const Resource& r, const std::string& ns, const ListOptions& opts) {
-  before_request({Verb::List, r, ns, ""});
+  before_request({Verb::List, r, ns, "", opts.resource_version, opts.continue_token});
   LabelSelector labels;
   FieldSelector fields;
   try {
@@ -381,7 +381,7 @@ Object MemoryClient::patch_locked(const Resource& r, const std::string& ns,
 
 std::unique_ptr<WatchStream> MemoryClient::watch(const Resource& r, const std::string& ns,
                                                  const ListOptions& opts) {
-  before_request({Verb::Watch, r, ns, ""});
+  before_request({Verb::Watch, r, ns, "", opts.resource_version});
   WatchHub::Filter f;
   try {
     f.labels = LabelSelector::parse(opts.label_selector);

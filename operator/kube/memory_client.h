@@ -30,6 +30,8 @@ struct Request {
   Resource resource;
   std::string ns;
   std::string name;  // "" for list/watch, and for create with generateName
+  std::string resource_version = {};  // list/watch: the resourceVersion asked for
+  std::string continue_token = {};    // list: the page asked for
 };
 
 class MemoryClient final : public Client {

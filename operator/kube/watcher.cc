@@ -18,7 +18,8 @@ const char* state_name(Watcher::State s) {
 
 Watcher::Watcher(Client& client, Resource resource, WatcherOptions options, Clock& clock)
     : client_(client), resource_(std::move(resource)), options_(std::move(options)),
-      clock_(clock), backoff_(options_.backoff_base, options_.backoff_max) {}
+      clock_(clock), list_rv_(options_.first_list_from_watch_cache ? "0" : ""),
+      backoff_(options_.backoff_base, options_.backoff_max) {}
 
 Watcher::~Watcher() { stop(); }
 
@@ -80,6 +81,8 @@ std::optional<WatcherEvent> Watcher::list_page() {
   opts.field_selector = options_.field_selector;
   opts.limit = options_.page_size;
   opts.continue_token = continue_token_;
+  // Later pages: the continue token carries the list's resourceVersion (the server refuses both).
+  if (continue_token_.empty()) opts.resource_version = list_rv_;
   ListResult page = client_.list(resource_, options_.ns, opts);
   for (auto& o : page.items) listed_.push_back(std::move(o));
   continue_token_ = page.continue_token;
@@ -157,6 +160,7 @@ void Watcher::fail(const std::string& what, int code) {
   after_backoff_ = gone || state_ == State::Init || state_ == State::Listing || rv_.empty()
                        ? State::Init : State::Listed;
   if (gone) {
+    list_rv_.clear();  // the cache may be what is too old: relist consistently, as client-go
     state_ = State::Init;  // relisting right away is what a 410 asks for
     return;
   }

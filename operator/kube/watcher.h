@@ -39,6 +39,11 @@ struct WatcherOptions {
   std::string label_selector;
   std::string field_selector;
   int64_t page_size = 500;                                 // 0 = unpaged list
+  // As client-go's reflector: the first list asks for resourceVersion=0, which the API server
+  // answers from its watch cache (cheap for the server, possibly a little stale; the watch
+  // then catches up from the list's resourceVersion). A relist after 410 Gone asks for the
+  // latest ("", a consistent read). false: every list is a consistent read.
+  bool first_list_from_watch_cache = true;
   int watch_timeout_seconds = 290;                         // server-side, per watch request
   std::chrono::milliseconds poll{1000};                    // one blocking read of the stream
   std::chrono::milliseconds backoff_base{800};             // kube-rs default backoff
@@ -81,6 +86,7 @@ class Watcher {
   // Touched only by the thread calling next().
   std::vector<Object> listed_;           // pages accumulated while Listing
   std::string continue_token_;
+  std::string list_rv_;  // what the first page of the next list asks for: "0" or ""
   State after_backoff_ = State::Init;
   ExponentialBackoff backoff_;
 

@@ -107,6 +107,46 @@ TEST_F(WatcherTest, RelistsAtOnceWhenWatchRequestFailsWithGone) {
   EXPECT_EQ(client.request_count(Verb::List), 2);
 }
 
+// client-go's reflector: first list from the watch cache (resourceVersion=0, later pages by
+// continue token only), a relist after 410 Gone as a consistent read ("").
+TEST_F(WatcherTest, FirstListFromWatchCacheRelistAfterGoneConsistent) {
+  for (int i = 0; i < 3; ++i) client.create(kPods, "ns", named("p" + std::to_string(i)));
+  std::vector<Request> lists;
+  std::mutex mu;
+  client.set_request_observer([&](const Request& r) {
+    std::lock_guard lock(mu);
+    if (r.verb == Verb::List) lists.push_back(r);
+  });
+  Watcher w(client, kPods, opts, clock);
+  EXPECT_EQ(expect_event(w).type, E::Restarted);
+  client.fail_next(Verb::Watch, 1, gone_error("too old resource version"));
+  client.create(kPods, "ns", named("late"));
+  EXPECT_EQ(expect_event(w).type, E::Restarted);
+  std::lock_guard lock(mu);
+  ASSERT_EQ(lists.size(), 4u);  // 3 pods in pages of 2, then 4 pods in pages of 2
+  EXPECT_EQ(lists[0].resource_version, "0");
+  EXPECT_EQ(lists[0].continue_token, "");
+  EXPECT_EQ(lists[1].resource_version, "");
+  EXPECT_NE(lists[1].continue_token, "");
+  EXPECT_EQ(lists[2].resource_version, "");  // after the 410: consistent
+  EXPECT_EQ(lists[2].continue_token, "");
+}
+
+TEST_F(WatcherTest, EveryListConsistentWhenAskedTo) {
+  client.create(kPods, "ns", named("p"));
+  std::vector<std::string> rvs;
+  std::mutex mu;
+  client.set_request_observer([&](const Request& r) {
+    std::lock_guard lock(mu);
+    if (r.verb == Verb::List) rvs.push_back(r.resource_version);
+  });
+  opts.first_list_from_watch_cache = false;
+  Watcher w(client, kPods, opts, clock);
+  EXPECT_EQ(expect_event(w).type, E::Restarted);
+  std::lock_guard lock(mu);
+  EXPECT_EQ(rvs, (std::vector<std::string>{""}));
+}
+
 TEST_F(WatcherTest, BacksOffExponentiallyOnListErrors) {
   client.fail_next(Verb::List, 2, ApiError(500, "InternalError", "etcd down"));
   Watcher w(client, kPods, opts, clock);
