@@ -74,6 +74,17 @@ TEST(Fusion, ThresholdZeroDisablesFusionAndScalesMustMatch) {
   EXPECT_EQ(fuse_responses({allreduce_response("a", 1), scaled}, 1 << 20).size(), 2u);
 }
 
+TEST(Fusion, DeviceTensorsAreNeverFused) {
+  // The fusion buffer is host memory: GPU tensors each go to the backend on their own.
+  Response a = allreduce_response("gpu.a", 4), b = allreduce_response("gpu.b", 4);
+  a.device = b.device = 0;
+  std::vector<Response> out = fuse_responses({a, b, allreduce_response("c", 4), allreduce_response("d", 4)}, 1 << 20);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].names, (std::vector<std::string>{"gpu.a"}));
+  EXPECT_EQ(out[1].names, (std::vector<std::string>{"gpu.b"}));
+  EXPECT_EQ(out[2].names, (std::vector<std::string>{"c", "d"}));
+}
+
 TEST(Messages, RequestAndResponseListsRoundTrip) {
   RequestList rl;
   rl.shutdown = true;
