@@ -115,6 +115,16 @@ TEST(BuildResponse, MismatchedShapeNamesTensorAndRanks) {
   EXPECT_NE(r.error.find("ranks [1] sent [3]"), std::string::npos) << r.error;
 }
 
+TEST(BuildResponse, EachRankOnItsOwnGpuIsNoMismatchButCpuAgainstGpuIs) {
+  Request gpu0 = allreduce_request("d", {4}), gpu1 = gpu0, cpu = gpu0;
+  gpu0.device = 0;
+  gpu1.device = 1;  // one rank per GPU: rank 1's tensors live on cuda:1
+  EXPECT_EQ(build_response("d", {gpu0, gpu1}, {0, 1}).type, ResponseType::kAllreduce);
+  Response r = build_response("d", {gpu0, cpu}, {0, 1});
+  ASSERT_EQ(r.type, ResponseType::kError);
+  EXPECT_NE(r.error.find("ranks [1] sent CPU"), std::string::npos) << r.error;
+}
+
 TEST(BuildResponse, AllgatherAllowsDifferentDim0AndRecordsIt) {
   Request a = allreduce_request("g", {2, 3});
   a.type = RequestType::kAllgather;
