@@ -64,7 +64,9 @@ Status NcclBackend::create_communicator(const void* hint) {
   }
   KOROVOD_RETURN_IF_ERROR(control_->broadcast_from_root(verdict));
   if (verdict.rfind("ok", 0) != 0 || verdict.size() != 2 + sizeof id.internal) {
-    return Status::unknown(fmt::format("NCCL setup of the process set failed on {}",
+    // Every member got this same verdict and is still in step: the GPU operations fail, the
+    // engine (and CPU collectives) go on.
+    return Status::invalid_argument(fmt::format("NCCL setup of the process set failed on {}",
                                        verdict.size() > 3 ? verdict.substr(3) : std::string("rank 0")));
   }
   std::memcpy(id.internal, verdict.data() + 2, sizeof id.internal);
