@@ -68,6 +68,16 @@ TEST(Config, CpuOperationsAndSharedMemoryGeometry) {
   EXPECT_FALSE(parse_config({{"KOROVOD_SHM_SLOT_BYTES", "100"}}).is_ok());
 }
 
+TEST(Config, NetworkSettingsAreKeptForTheStartupLineInAFixedOrder) {
+  Result<Config> c = parse_config({{"UCX_NET_DEVICES", "mlx5_0:1"}, {"NCCL_IB_HCA", "mlx5_0,mlx5_1"},
+                                   {"NCCL_SOCKET_IFNAME", "eth0"}, {"NCCL_DEBUG", "INFO"}});
+  ASSERT_TRUE(c.is_ok());
+  using Pair = std::pair<std::string, std::string>;
+  EXPECT_EQ(c->network_env, (std::vector<Pair>{{"NCCL_IB_HCA", "mlx5_0,mlx5_1"}, {"NCCL_SOCKET_IFNAME", "eth0"},
+                                               {"UCX_NET_DEVICES", "mlx5_0:1"}}));
+  EXPECT_TRUE(parse_config({})->network_env.empty());
+}
+
 TEST(Config, MalformedValueIsAnErrorNamingTheVariable) {
   Result<Config> c = parse_config({{"HOROVOD_FUSION_THRESHOLD", "64MB"}});
   ASSERT_FALSE(c.is_ok());

@@ -225,6 +225,30 @@ TEST(Engine, AllgatherBroadcastAlltoallReducescatterJoin) {
   });
 }
 
+TEST(Engine, RankZeroLogsTheChosenDataPlanesOnceAtTheDefaultLevel) {
+  const int n = 2;
+  auto world = std::make_shared<fake::FakeWorld>(n);
+  std::vector<std::vector<std::string>> lines(n);
+  run_ranks(n, [&](int rank) {
+    RuntimeOptions o;
+    o.config = fast_config();
+    o.config.log_level = LogLevel::kWarning;  // the default: the line must still show
+    o.config.network_env = {{"NCCL_IB_HCA", "mlx5_0"}, {"UCX_NET_DEVICES", "mlx5_0:1"}};
+    o.transport = std::make_shared<fake::FakeTransportProvider>(world, rank);
+    o.backends.push_back(std::make_shared<fake::FakeBackendProvider>(world, rank));
+    o.log_sink = [&lines, rank](LogLevel, const std::string& m) {
+      if (m.rfind("korovod: data plane:", 0) == 0) lines[rank].push_back(m);
+    };
+    Result<std::unique_ptr<Runtime>> rt = Runtime::create(std::move(o));
+    ASSERT_TRUE(rt.is_ok()) << rt.status().to_string();
+    EXPECT_TRUE((*rt)->shutdown().is_ok());
+  });
+  EXPECT_EQ(lines[0], (std::vector<std::string>{
+                          "korovod: data plane: FAKE (2 ranks on 1 host), control: FAKE; GPU data plane: none "
+                          "(built without NCCL); NCCL_IB_HCA=mlx5_0 UCX_NET_DEVICES=mlx5_0:1"}));
+  EXPECT_TRUE(lines[1].empty());
+}
+
 TEST(Engine, StaticAndDynamicProcessSets) {
   const int n = 3;
   auto world = std::make_shared<fake::FakeWorld>(n);

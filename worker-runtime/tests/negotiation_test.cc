@@ -74,6 +74,17 @@ TEST(Fusion, ThresholdZeroDisablesFusionAndScalesMustMatch) {
   EXPECT_EQ(fuse_responses({allreduce_response("a", 1), scaled}, 1 << 20).size(), 2u);
 }
 
+TEST(Fusion, DeviceTensorsAreNeverFused) {
+  // The fusion buffer is host memory: GPU tensors each go to the backend on their own.
+  Response a = allreduce_response("gpu.a", 4), b = allreduce_response("gpu.b", 4);
+  a.device = b.device = 0;
+  std::vector<Response> out = fuse_responses({a, b, allreduce_response("c", 4), allreduce_response("d", 4)}, 1 << 20);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].names, (std::vector<std::string>{"gpu.a"}));
+  EXPECT_EQ(out[1].names, (std::vector<std::string>{"gpu.b"}));
+  EXPECT_EQ(out[2].names, (std::vector<std::string>{"c", "d"}));
+}
+
 TEST(Messages, RequestAndResponseListsRoundTrip) {
   RequestList rl;
   rl.shutdown = true;
@@ -102,6 +113,16 @@ TEST(BuildResponse, MismatchedShapeNamesTensorAndRanks) {
   EXPECT_NE(r.error.find("Mismatched shapes for tensor 't'"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("ranks [0, 2] sent [2]"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("ranks [1] sent [3]"), std::string::npos) << r.error;
+}
+
+TEST(BuildResponse, EachRankOnItsOwnGpuIsNoMismatchButCpuAgainstGpuIs) {
+  Request gpu0 = allreduce_request("d", {4}), gpu1 = gpu0, cpu = gpu0;
+  gpu0.device = 0;
+  gpu1.device = 1;  // one rank per GPU: rank 1's tensors live on cuda:1
+  EXPECT_EQ(build_response("d", {gpu0, gpu1}, {0, 1}).type, ResponseType::kAllreduce);
+  Response r = build_response("d", {gpu0, cpu}, {0, 1});
+  ASSERT_EQ(r.type, ResponseType::kError);
+  EXPECT_NE(r.error.find("ranks [1] sent CPU"), std::string::npos) << r.error;
 }
 
 TEST(BuildResponse, AllgatherAllowsDifferentDim0AndRecordsIt) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "korovod/status.h"
@@ -35,7 +36,14 @@ struct Config {
   std::string cpu_operations;
   int64_t shm_slot_bytes = 64 * 1024;  // one chunk slot of the shared-memory ring
   int shm_slots = 8;                   // slots per rank: the pipeline depth
+  // The fabric settings NCCL / UCX act on, as set in the environment (NCCL_IB_HCA, ...; see
+  // kNetworkEnvNames), only echoed in rank 0's startup line so a job's log shows what it ran with.
+  std::vector<std::pair<std::string, std::string>> network_env;
 };
+
+inline constexpr const char* kNetworkEnvNames[] = {
+    "NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_SOCKET_IFNAME", "NCCL_NET_GDR_LEVEL", "NCCL_IB_DISABLE",
+    "UCX_NET_DEVICES", "UCX_TLS", "OMPI_MCA_pml", "OMPI_MCA_btl"};
 
 using EnvMap = std::map<std::string, std::string>;
 

@@ -1,8 +1,8 @@
 // Extension seams. A TransportProvider gives the engine its control plane (negotiation);
 // BackendProviders give it data planes (the collectives on tensor memory). The engine knows
-// only these interfaces: MPI lives in src/transport/mpi/, the in-memory fake used by unit tests
-// in src/transport/fake/, and the later tcp/ (sockets + shared memory) and nccl/ backends slot
-// in as further BackendProviders ("first enabled backend wins", as Horovod's op manager).
+// only these interfaces: MPI lives in src/transport/mpi/, shared memory in shm/, NCCL (GPU
+// tensors) in nccl/, the in-memory fake used by unit tests in src/transport/fake/; the later tcp/
+// slots in as a further BackendProvider ("first enabled backend wins", as Horovod's op manager).
 #pragma once
 
 #include <cstdint>
@@ -68,12 +68,24 @@ class Backend {
   virtual Status reducescatter(const void* send, void* recv, const std::vector<int64_t>& recv_counts,
                                DataType dtype, ReduceOp op) = 0;
   virtual Status barrier() = 0;
+
+  // For device tensors (a backend enabled for device >= 0) the host cannot touch the memory, so
+  // the algorithms hand Horovod's scaling and their copies to the backend:
+  // recv = postscale * op(prescale * send), Average dividing by size. Host backends keep the
+  // defaults (src/core/backend.cc): the scaled calls refuse, copy is memcpy.
+  virtual Status allreduce_scaled(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op,
+                                  double prescale, double postscale);
+  virtual Status reducescatter_scaled(const void* send, void* recv, const std::vector<int64_t>& recv_counts,
+                                      DataType dtype, ReduceOp op, double prescale, double postscale);
+  virtual Status copy(void* dst, const void* src, int64_t bytes);
 };
 
 class BackendProvider {
  public:
   virtual ~BackendProvider() = default;
   virtual std::string name() const = 0;
+  // For the rank-0 startup line: name plus version and what it found ("NCCL 2.23.4, 2 GPUs").
+  virtual std::string description() const { return name(); }
   virtual Result<std::unique_ptr<Backend>> create_backend(const std::vector<int>& global_ranks,
                                                           int set_id) = 0;
 };

@@ -1,6 +1,8 @@
 // Allreduce on one tensor in place (no copy), or on many through the fusion buffer:
 // copy in with prescale, one backend allreduce, copy out with postscale. Average is Sum with
 // postscale 1/size (Horovod's MPI path), so joined ranks' zeros still count in the divisor.
+// Device tensors are never fused (fuse_responses) and the backend does their scaling: the host
+// cannot touch GPU memory.
 #include <numeric>
 
 #include "algorithms/algorithm.h"
@@ -59,6 +61,18 @@ Status allreduce_fused(OpContext& ctx) {
   return Status::ok();
 }
 
+// One backend call per tensor; the backend folds the scales into its reduction.
+Status allreduce_on_device(OpContext& ctx) {
+  const Response& r = ctx.response;
+  ScopedActivity act(ctx, backend_activity(ctx.backend, RequestType::kAllreduce));
+  for (size_t i = 0; i < ctx.entries.size(); ++i) {
+    OpEntry& e = ctx.entries[i];
+    KOROVOD_RETURN_IF_ERROR(ctx.backend.allreduce_scaled(e.input.data, e.output.data, r.sizes[i], r.dtype, r.op,
+                                                         r.prescale, r.postscale));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status run_allreduce(OpContext& ctx) {
@@ -73,6 +87,7 @@ Status run_allreduce(OpContext& ctx) {
     e.result.shape = ctx.response.shapes[i];
     e.result.data = e.output.data;
   }
+  if (ctx.response.device != kCpuDevice) return allreduce_on_device(ctx);
   if (ctx.entries.size() == 1) return allreduce_single(ctx, ctx.entries[0], ctx.response.sizes[0]);
   return allreduce_fused(ctx);
 }

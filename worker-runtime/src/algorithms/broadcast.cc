@@ -1,6 +1,5 @@
 // Broadcast from the response's root (a process-set rank) into every rank's output, in place.
-#include <cstring>
-
+// The root's copy into its output goes through the backend (device memory for GPU tensors).
 #include "algorithms/algorithm.h"
 
 namespace korovod {
@@ -15,7 +14,7 @@ Status run_broadcast(OpContext& ctx) {
       if (!buf.is_ok()) return buf.status();
       e.output.data = *buf;
     } else if (ctx.backend.rank() == r.root_rank && e.output.data != e.input.data && bytes > 0) {
-      std::memcpy(e.output.data, e.input.data, static_cast<size_t>(bytes));
+      KOROVOD_RETURN_IF_ERROR(ctx.backend.copy(e.output.data, e.input.data, bytes));
     }
     e.result.data = e.output.data;
     e.result.shape = r.shapes[t];

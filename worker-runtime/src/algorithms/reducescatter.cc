@@ -1,5 +1,6 @@
 // Reducescatter: dim0 split as Horovod does (ranks below dim0 % size get one extra row); the
-// prescaled copy goes through the fusion buffer; Average is Sum with postscale 1/size.
+// prescaled copy goes through the fusion buffer; Average is Sum with postscale 1/size. For device
+// tensors the backend does the scaling (the fusion buffer is host memory).
 #include "algorithms/algorithm.h"
 #include "kernels/kernels.h"
 
@@ -21,6 +22,16 @@ Status run_reducescatter(OpContext& ctx) {
     std::vector<int64_t> rows = reducescatter_rows(shape[0], size);
     std::vector<int64_t> counts(size);
     for (int k = 0; k < size; ++k) counts[k] = rows[k] * row;
+    if (r.device != kCpuDevice) {
+      std::vector<int64_t> out_shape = shape;
+      out_shape[0] = rows[ctx.backend.rank()];
+      Result<void*> out = allocate_output(ctx, e, out_shape);
+      if (!out.is_ok()) return out.status();
+      ScopedActivity act(ctx, backend_activity(ctx.backend, RequestType::kReducescatter));
+      KOROVOD_RETURN_IF_ERROR(
+          ctx.backend.reducescatter_scaled(e.input.data, *out, counts, r.dtype, r.op, r.prescale, r.postscale));
+      continue;
+    }
     const void* send = e.input.data;
     if (r.prescale != 1.0) {
       std::byte* buf = ctx.fusion.get(r.device, r.sizes[t] * element_size(r.dtype), ctx.timeline, {e.name});

@@ -126,6 +126,9 @@ Result<Config> parse_config(const EnvMap& env) {
   KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "SHM_SLOT_BYTES", c.shm_slot_bytes, 4096));
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "SHM_SLOTS", c.shm_slots, 4));
   c.shm_slot_bytes = c.shm_slot_bytes / 4096 * 4096;  // whole pages: slots stay 64-byte aligned
+  for (const char* name : kNetworkEnvNames) {
+    if (auto it = env.find(name); it != env.end()) c.network_env.emplace_back(name, it->second);
+  }
   return c;
 }
 

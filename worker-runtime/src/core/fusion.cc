@@ -32,7 +32,8 @@ std::vector<Response> fuse_responses(std::vector<Response> responses, int64_t th
     if (used[i]) continue;
     used[i] = true;
     Response head = std::move(responses[i]);
-    if (head.type == ResponseType::kAllreduce && threshold_bytes > 0) {
+    // Device tensors are not fused: the fusion buffer is host memory (see allreduce.cc).
+    if (head.type == ResponseType::kAllreduce && threshold_bytes > 0 && head.device == kCpuDevice) {
       int64_t total = response_bytes(head);
       for (size_t j = i + 1; j < responses.size(); ++j) {
         if (used[j] || !fusable(head, responses[j])) continue;

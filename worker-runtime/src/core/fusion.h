@@ -17,7 +17,8 @@ int64_t response_bytes(const Response& response);
 
 // Greedy, in order: each allreduce response absorbs the later ones with the same type, dtype,
 // device, op and scales while the total stays within `threshold_bytes` (look-ahead skips the
-// ones that do not match or do not fit, as Horovod does). Other types are never fused. Every rank
+// ones that do not match or do not fit, as Horovod does). Other types and device (GPU) tensors
+// are never fused. Every rank
 // runs this on the same list, so the fused layout is identical everywhere.
 std::vector<Response> fuse_responses(std::vector<Response> responses, int64_t threshold_bytes);
 

@@ -18,7 +18,14 @@ Logger::Logger(LogLevel level, bool hide_time, LogSink sink)
     : level_(level), hide_time_(hide_time), sink_(std::move(sink)) {}
 
 void Logger::write(LogLevel level, const std::string& message) const {
-  if (!enabled(level)) return;
+  if (enabled(level)) emit(level, message);
+}
+
+void Logger::notice(const std::string& message) const {
+  if (level_ <= LogLevel::kWarning) emit(LogLevel::kInfo, message);
+}
+
+void Logger::emit(LogLevel level, const std::string& message) const {
   if (sink_) {
     sink_(level, message);
     return;

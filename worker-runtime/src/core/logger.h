@@ -16,6 +16,9 @@ class Logger {
   void set_rank(int rank) { rank_ = rank; }
   bool enabled(LogLevel level) const { return level >= level_; }
   void write(LogLevel level, const std::string& message) const;
+  // A startup fact every job's log should show (rank 0's transport line): written as INFO at the
+  // default level (WARNING) too; only ERROR and FATAL hide it.
+  void notice(const std::string& message) const;
 
   template <typename... Args>
   void log(LogLevel level, fmt::format_string<Args...> f, Args&&... args) const {
@@ -27,6 +30,8 @@ class Logger {
   bool hide_time_;
   LogSink sink_;  // null = stderr
   int rank_ = -1;
+
+  void emit(LogLevel level, const std::string& message) const;
 };
 
 }  // namespace korovod

@@ -49,7 +49,8 @@ std::vector<Check> checks_for(RequestType type) {
   std::vector<Check> checks = {
       {"operations", [](const Request& r) { return std::string(request_type_name(r.type)); }},
       {"data types", [](const Request& r) { return std::string(dtype_name(r.dtype)); }},
-      {"devices", [](const Request& r) { return r.device < 0 ? std::string("CPU") : fmt::format("GPU {}", r.device); }},
+      // CPU vs GPU only, as Horovod: with one rank per GPU, rank r's tensors are on its own GPU r.
+      {"devices", [](const Request& r) { return std::string(r.device < 0 ? "CPU" : "GPU"); }},
   };
   if (type == RequestType::kAllreduce || type == RequestType::kReducescatter) {
     checks.push_back({"reduce ops", [](const Request& r) { return std::string(reduce_op_name(r.op)); }});

@@ -6,6 +6,8 @@
 
 #include <numeric>
 
+#include "core/startup_line.h"
+
 namespace korovod {
 
 RuntimeImpl::RuntimeImpl(RuntimeOptions options)
@@ -52,11 +54,10 @@ Status RuntimeImpl::start() {
     if (!set.is_ok()) return set.status();
     sets_.insert(std::move(set).value());
   }
-  if (world_.rank == 0) {  // one line: which CPU data plane the global set actually got
+  if (world_.rank == 0) {  // one line: the data planes the global set actually got
     const auto global = sets_.get(0);
-    const Backend* cpu = global ? global->backend_for(kCpuDevice) : nullptr;
-    log_.log(LogLevel::kInfo, "CPU data plane of the global process set: {} ({} ranks; configured: {})",
-             cpu ? cpu->name() : "none", world_.size, fmt::join(backend_names_, ", "));
+    log_.notice(startup_line(world_, transport_name_, global ? global->backend_for(kCpuDevice) : nullptr,
+                             global ? global->backend_for(0) : nullptr, backend_providers_, config_));
   }
   if (world_.rank == 0 && !config_.timeline_path.empty() && config_.timeline_path != "DYNAMIC") {
     KOROVOD_RETURN_IF_ERROR(timeline_.start(config_.timeline_path, config_.timeline_mark_cycles));

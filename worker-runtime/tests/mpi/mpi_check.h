@@ -40,5 +40,6 @@ void check_process_sets(Runtime& rt, Checker& c);
 void check_mismatch_errors(Runtime& rt, Checker& c);
 void check_stall(Runtime& rt, Checker& c);
 void check_timeline(Runtime& rt, Checker& c, const std::string& path);
+void check_startup_line(Checker& c, int size);
 
 }  // namespace korovod::mpitest

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--dead-rank") == 0) return run_dead_rank(rank, size);
 
   Checker c(rank);
+  check_startup_line(c, size);
   const std::string timeline = fmt::format("/tmp/korovod_rt_mpi_timeline_{}_{}.json", size, getppid());
   Config config = test_config();
   config.timeline_path = timeline;

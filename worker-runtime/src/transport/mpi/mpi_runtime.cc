@@ -3,6 +3,9 @@
 #include "korovod/mpi.h"
 #include "transport/mpi/mpi_providers.h"
 #include "transport/shm/shm_provider.h"
+#ifdef KOROVOD_HAVE_NCCL
+#include "transport/nccl/nccl_provider.h"
+#endif
 
 namespace korovod {
 
@@ -26,8 +29,12 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
   options.config = std::move(config);
   auto transport = std::make_shared<mpi::MpiTransportProvider>(*ctx);
   options.transport = transport;
-  // First enabled backend wins: shared memory for sets on one host (unless forced off), MPI for
-  // the rest and as the fallback.
+  // First enabled backend wins: NCCL for GPU tensors (when built; enabled only for device >= 0),
+  // shared memory for CPU tensors of sets on one host (unless forced off), MPI for the rest and
+  // as the fallback.
+#ifdef KOROVOD_HAVE_NCCL
+  options.backends.push_back(std::make_shared<nccl::NcclBackendProvider>(transport, (*ctx)->info().local_rank));
+#endif
   if (options.config.cpu_operations != "mpi") {
     const shm::Geometry geometry{static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots};
     options.backends.push_back(std::make_shared<shm::ShmBackendProvider>(transport, geometry,

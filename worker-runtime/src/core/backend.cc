@@ -1,0 +1,26 @@
+// Defaults of the Backend hooks that only device backends override (see transport.h).
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "korovod/transport.h"
+
+namespace korovod {
+
+Status Backend::allreduce_scaled(const void*, void*, int64_t, DataType dtype, ReduceOp, double, double) {
+  return Status::invalid_argument(
+      fmt::format("the {} backend runs no device tensors (allreduce of {})", name(), dtype_name(dtype)));
+}
+
+Status Backend::reducescatter_scaled(const void*, void*, const std::vector<int64_t>&, DataType dtype, ReduceOp,
+                                     double, double) {
+  return Status::invalid_argument(
+      fmt::format("the {} backend runs no device tensors (reducescatter of {})", name(), dtype_name(dtype)));
+}
+
+Status Backend::copy(void* dst, const void* src, int64_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
+  return Status::ok();
+}
+
+}  // namespace korovod

@@ -1,0 +1,110 @@
+// Allreduce on device tensors: every op NCCL has x every dtype NCCL has x sizes (0, 1, odd,
+// large), in place and out of place; Horovod's scaling folded into NCCL; grouped; and the
+// errors for what NCCL cannot do.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+#include <tuple>
+
+#include "gpu_check.h"
+
+namespace korovod::gputest {
+namespace {
+
+constexpr DataType kNcclTypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
+                                   DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
+                                   DataType::kFloat32, DataType::kFloat64};
+
+// Rank r's element i, and what every op makes of all ranks' elements i.
+double input(ReduceOp op, int r, int64_t i) { return op == ReduceOp::kProduct ? 1 + (i + r) % 2 : (r + 1) + i % 3; }
+
+double expected(ReduceOp op, DataType dtype, int size, int64_t i) {
+  const double sum = size * (size + 1) / 2.0 + size * static_cast<double>(i % 3);
+  switch (op) {
+    case ReduceOp::kSum: return sum;
+    case ReduceOp::kAverage: return is_floating(dtype) ? sum / size : std::floor(sum / size);  // NCCL: sum / n
+    case ReduceOp::kMin: return 1 + i % 3;
+    case ReduceOp::kMax: return size + i % 3;
+    case ReduceOp::kProduct: {
+      double p = 1;
+      for (int r = 0; r < size; ++r) p *= input(op, r, i);
+      return p;
+    }
+    default: return 0;
+  }
+}
+
+std::vector<double> values(int64_t count, const std::function<double(int64_t)>& at) {
+  std::vector<double> v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) v[i] = at(i);
+  return v;
+}
+
+void one_allreduce(GpuContext& g, DataType dtype, ReduceOp op, int64_t count, bool in_place) {
+  const std::string name = fmt::format("ar.{}.{}.{}.{}", dtype_name(dtype), reduce_op_name(op), count, in_place);
+  const size_t bytes = static_cast<size_t>(count * element_size(dtype));
+  DeviceBuffer in_buf(bytes), out_buf(bytes);
+  TensorView in = g.upload(in_buf, dtype, {count}, values(count, [&](int64_t i) { return input(op, g.rank, i); }));
+  TensorView out = in_place ? in : TensorView{out_buf.data(), dtype, {count}, g.device};
+  if (!g.finished(name, g.rt.allreduce(name, in, out, op))) return;
+  g.expect_values(name, dtype, g.download(out.data, dtype, count),
+                  values(count, [&](int64_t i) { return expected(op, dtype, g.size, i); }));
+}
+
+}  // namespace
+
+void check_allreduce(GpuContext& g) {
+  for (DataType dtype : kNcclTypes) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+      int k = 0;
+      for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{65539}}) one_allreduce(g, dtype, op, count, k++ % 2);
+    }
+  }
+  one_allreduce(g, DataType::kFloat32, ReduceOp::kSum, (int64_t{1} << 22) + 1, false);  // 16 MiB
+}
+
+void check_allreduce_scaled_and_grouped(GpuContext& g) {
+  const int64_t n = 1001;
+  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
+    // Sum with prescale 0.5 and postscale 3; Average with postscale 2 (Horovod's predivide shape).
+    for (auto [op, pre, post] : {std::tuple{ReduceOp::kSum, 0.5, 3.0}, std::tuple{ReduceOp::kAverage, 1.0, 2.0}}) {
+      const std::string name = fmt::format("scaled.{}.{}", dtype_name(dtype), reduce_op_name(op));
+      DeviceBuffer buf(static_cast<size_t>(n * element_size(dtype)));
+      TensorView t = g.upload(buf, dtype, {n}, values(n, [&](int64_t i) { return input(ReduceOp::kSum, g.rank, i); }));
+      if (!g.finished(name, g.rt.allreduce(name, t, t, op, pre, post))) continue;
+      g.expect_values(name, dtype, g.download(t.data, dtype, n),
+                      values(n, [&](int64_t i) { return pre * post * expected(op, dtype, g.size, i); }));
+    }
+  }
+  // What NCCL cannot do is an error naming the dtype / op, on every rank.
+  DeviceBuffer buf(64);
+  TensorView i16 = g.upload(buf, DataType::kInt16, {4}, {1, 2, 3, 4});
+  Result<Handle> h = g.rt.allreduce("err.int16", i16, i16, ReduceOp::kSum);
+  Status s = h.is_ok() ? g.rt.wait(*h) : h.status();
+  MPI_CHECK(g.c, !s.is_ok() && s.message().find("int16") != std::string::npos, "int16 allreduce: {}", s.to_string());
+  TensorView f32 = g.upload(buf, DataType::kFloat32, {4}, {1, 2, 3, 4});
+  h = g.rt.allreduce("err.min.scaled", f32, f32, ReduceOp::kMin, 2.0, 1.0);
+  s = h.is_ok() ? g.rt.wait(*h) : h.status();
+  MPI_CHECK(g.c, !s.is_ok() && s.message().find("MIN") != std::string::npos, "scaled MIN: {}", s.to_string());
+
+  // Grouped: negotiated together, run one by one (device tensors are not fused).
+  std::vector<std::unique_ptr<DeviceBuffer>> bufs;
+  std::vector<std::string> names;
+  std::vector<TensorView> views;
+  for (int t = 0; t < 3; ++t) {
+    bufs.push_back(std::make_unique<DeviceBuffer>(static_cast<size_t>(n * 4)));
+    names.push_back(fmt::format("grouped.{}", t));
+    views.push_back(g.upload(*bufs.back(), DataType::kFloat32, {n}, std::vector<double>(n, (g.rank + 1) * (t + 1))));
+  }
+  Result<std::vector<Handle>> hs = g.rt.grouped_allreduce(names, views, views, ReduceOp::kSum);
+  if (!MPI_CHECK(g.c, hs.is_ok(), "grouped_allreduce: {}", hs.status().to_string())) return;
+  for (int t = 0; t < 3; ++t) {
+    const Status done = g.rt.wait((*hs)[t]);
+    if (!MPI_CHECK(g.c, done.is_ok(), "{}: {}", names[t], done.to_string())) continue;
+    g.expect_values(names[t], DataType::kFloat32, g.download(views[t].data, DataType::kFloat32, n),
+                    std::vector<double>(n, (t + 1) * g.size * (g.size + 1) / 2.0));
+  }
+}
+
+}  // namespace korovod::gputest
