@@ -35,6 +35,12 @@ struct Config {
   std::string cpu_operations;
   int64_t shm_slot_bytes = 64 * 1024;  // one chunk slot of the shared-memory ring
   int shm_slots = 8;                   // slots per rank: the pipeline depth
+  // Autotune (rank 0 searches fusion threshold x cycle time online; see docs/tuning.md).
+  bool autotune = false;
+  std::string autotune_log;            // CSV of the scored samples (rank 0); "" = none
+  int autotune_warmup_samples = 3;     // discarded samples at the start
+  int autotune_steps_per_sample = 10;  // cycles that reduced something, per sample
+  int autotune_max_samples = 20;       // Horovod: AUTOTUNE_BAYES_OPT_MAX_SAMPLES
 };
 
 using EnvMap = std::map<std::string, std::string>;
