@@ -115,6 +115,7 @@ TEST(Autotuner, ConvergesToOptimumScoringBytesPerMicrosecond) {
   AutotuneOptions o;
   o.warmup_samples = 2;
   o.steps_per_sample = 4;
+  o.windows_per_sample = 3;
   o.max_samples = 20;
   TunerHarness h;
   h.rate = landscape(16 * kMiB, 5.0);
@@ -124,7 +125,7 @@ TEST(Autotuner, ConvergesToOptimumScoringBytesPerMicrosecond) {
   ASSERT_TRUE(tuner.done());
   EXPECT_EQ(tuner.best(), (TunedParams{16 * kMiB, 5.0}));
   EXPECT_EQ(h.in_effect, tuner.best());  // the best point is what the engine is left with
-  ASSERT_EQ(h.samples.size(), 16u);      // warmup samples are not reported
+  ASSERT_EQ(h.samples.size(), 16u);      // warmup windows are not reported
   for (const AutotuneSample& s : h.samples) {
     // bytes/µs of that window (the manual clock rounds each cycle to whole nanoseconds)
     EXPECT_NEAR(s.score, h.rate(s.params), 1e-5 * h.rate(s.params)) << s.index;
@@ -139,6 +140,7 @@ TEST(Autotuner, WarmupSamplesAreDiscardedAndIdleCyclesOnlyAddTime) {
   AutotuneOptions o;
   o.warmup_samples = 3;
   o.steps_per_sample = 2;
+  o.windows_per_sample = 1;
   o.max_samples = 1;
   ManualClock clock;
   Autotuner tuner(o, TunedParams{128 * kMiB, 1.0}, clock);  // on the grid: nothing to propose
@@ -158,6 +160,24 @@ TEST(Autotuner, WarmupSamplesAreDiscardedAndIdleCyclesOnlyAddTime) {
   EXPECT_DOUBLE_EQ(s[0].score, 200.0 / 100.0);
   EXPECT_TRUE(s[0].best);
   EXPECT_TRUE(tuner.done());
+}
+
+TEST(Autotuner, SampleScoresTheMedianWindowSoOneSlowWindowDoesNotDecide) {
+  AutotuneOptions o;
+  o.warmup_samples = 0;
+  o.steps_per_sample = 1;
+  o.windows_per_sample = 3;
+  o.max_samples = 1;
+  ManualClock clock;
+  Autotuner tuner(o, TunedParams{128 * kMiB, 1.0}, clock);
+  for (double us : {10.0, 1000.0, 20.0}) {  // 100 bytes per window: 10, 0.1 and 5 bytes/µs
+    EXPECT_TRUE(tuner.take_samples().empty());
+    clock.advance_us(us);
+    EXPECT_FALSE(tuner.on_cycle(100));
+  }
+  std::vector<AutotuneSample> s = tuner.take_samples();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_DOUBLE_EQ(s[0].score, 5.0);
 }
 
 TEST(Autotuner, ProposesGridStartFirstWhenConfigIsOffGrid) {
@@ -199,13 +219,15 @@ TEST(AutotuneParams, RoundTripAndRejectGarbage) {
 TEST(AutotuneConfig, ReadsKorovodAndHorovodNames) {
   Result<Config> c = parse_config({{"HOROVOD_AUTOTUNE", "1"}, {"HOROVOD_AUTOTUNE_LOG", "/tmp/a.csv"},
                                    {"HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "1"}, {"HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "5"},
-                                   {"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "7"}});
+                                   {"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "7"},
+                                   {"KOROVOD_AUTOTUNE_WINDOWS_PER_SAMPLE", "2"}});
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   EXPECT_TRUE(c->autotune);
   EXPECT_EQ(c->autotune_log, "/tmp/a.csv");
   EXPECT_EQ(c->autotune_warmup_samples, 1);
   EXPECT_EQ(c->autotune_steps_per_sample, 5);
   EXPECT_EQ(c->autotune_max_samples, 7);
+  EXPECT_EQ(c->autotune_windows_per_sample, 2);
   c = parse_config({{"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "7"}, {"KOROVOD_AUTOTUNE_MAX_SAMPLES", "9"}});
   EXPECT_EQ(c->autotune_max_samples, 9);
   EXPECT_FALSE(c->autotune);

@@ -48,6 +48,7 @@ TEST(EngineAutotune, EveryRankAppliesTheSameParametersAtTheSameCycleAndTheLogIsW
     o.config.autotune_log = csv;  // opened by rank 0 only
     o.config.autotune_warmup_samples = 1;
     o.config.autotune_steps_per_sample = 2;
+    o.config.autotune_windows_per_sample = 2;
     o.config.autotune_max_samples = 10;  // 1 start + 7 thresholds + 2 cycle times
     o.log_sink = [&, rank](LogLevel, const std::string& line) {
       static const std::regex re(R"(autotune: from cycle (\d+) on: fusion threshold (\d+) bytes, cycle time ([\d.]+) ms)");

@@ -39,7 +39,8 @@ struct Config {
   bool autotune = false;
   std::string autotune_log;            // CSV of the scored samples (rank 0); "" = none
   int autotune_warmup_samples = 3;     // discarded samples at the start
-  int autotune_steps_per_sample = 10;  // cycles that reduced something, per sample
+  int autotune_steps_per_sample = 10;  // cycles that reduced something, per window
+  int autotune_windows_per_sample = 5; // a sample scores the median of this many windows
   int autotune_max_samples = 20;       // Horovod: AUTOTUNE_BAYES_OPT_MAX_SAMPLES
 };
 

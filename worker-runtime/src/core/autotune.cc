@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -19,6 +20,7 @@ AutotuneOptions AutotuneOptions::from_config(const Config& config) {
   AutotuneOptions o;
   o.warmup_samples = config.autotune_warmup_samples;
   o.steps_per_sample = config.autotune_steps_per_sample;
+  o.windows_per_sample = config.autotune_windows_per_sample;
   o.max_samples = config.autotune_max_samples;
   return o;
 }
@@ -31,7 +33,6 @@ Autotuner::Autotuner(AutotuneOptions options, TunedParams initial, const Clock& 
       warmup_left_(options_.warmup_samples) {
   // The search starts from the grid point nearest to the configured values; warm up on that.
   if (search_.current() != in_effect_) proposal_ = search_.current();
-  start_window();
 }
 
 void Autotuner::start_window() {
@@ -59,16 +60,21 @@ std::optional<TunedParams> Autotuner::on_cycle(int64_t bytes_reduced) {
 
 void Autotuner::score_window() {
   const double micros = std::chrono::duration<double, std::micro>(clock_.now() - window_start_).count();
-  const double score = window_bytes_ / std::max(micros, 1.0);
+  const double window_score = window_bytes_ / std::max(micros, 1.0);
+  start_window();
   if (warmup_left_ > 0) {
     --warmup_left_;
-    start_window();
     return;
   }
+  window_scores_.push_back(window_score);
+  if (static_cast<int>(window_scores_.size()) < options_.windows_per_sample) return;
+  const auto middle = window_scores_.begin() + static_cast<std::ptrdiff_t>(window_scores_.size() / 2);
+  std::nth_element(window_scores_.begin(), middle, window_scores_.end());
+  const double score = *middle;
+  window_scores_.clear();
   search_.report(score);
   samples_.push_back(AutotuneSample{++scored_, in_effect_, score, search_.best() == in_effect_});
   if (search_.current() != in_effect_) proposal_ = search_.current();
-  start_window();
 }
 
 void Autotuner::on_applied(const TunedParams& params) {

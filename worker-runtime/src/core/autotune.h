@@ -1,6 +1,8 @@
 // Horovod's autotune (parameter_manager.cc) as a component of its own: rank 0 measures the
-// throughput of the engine (bytes reduced per µs) over windows of cycles, feeds the scores to a
-// CoordinateSearch over (fusion threshold, cycle time), and hands out the next parameters to try.
+// throughput of the engine (bytes reduced per µs) over windows of cycles, scores each setting
+// by the median of several windows (one slow window on a busy machine does not decide), feeds
+// the scores to a CoordinateSearch over (fusion threshold, cycle time), and hands out the next
+// parameters to try.
 // The engine broadcasts them through the negotiation and reports back when every rank applied
 // them (on_applied): only then does the next window start, so a window never mixes parameters.
 // Time comes from the injected Clock; nothing here does I/O except AutotuneCsv.
@@ -20,9 +22,10 @@
 namespace korovod {
 
 struct AutotuneOptions {
-  int warmup_samples = 3;    // first samples after start are discarded (buffers, caches warm up)
-  int steps_per_sample = 10; // cycles that reduced something, per sample
-  int max_samples = 20;      // scored samples at most; then the best point stays
+  int warmup_samples = 3;    // first windows after start are discarded (buffers, caches warm up)
+  int steps_per_sample = 10; // cycles that reduced something, per window
+  int windows_per_sample = 5;  // a sample's score is the median of this many windows (Horovod: 5)
+  int max_samples = 20;      // scored samples (grid points) at most; then the best point stays
   std::vector<int64_t> fusion_grid = default_fusion_grid();
   std::vector<double> cycle_grid = default_cycle_grid();
 
@@ -33,8 +36,8 @@ struct AutotuneOptions {
 
 struct AutotuneSample {
   int index = 0;        // 1-based, scored samples only
-  TunedParams params;   // in effect during the window
-  double score = 0;     // bytes reduced per µs of wall time over the window
+  TunedParams params;   // in effect during the sample's windows
+  double score = 0;     // median over its windows of bytes reduced per µs of wall time
   bool best = false;    // `params` are the best point after this sample
 };
 
@@ -63,6 +66,7 @@ class Autotuner {
   std::optional<TunedParams> proposal_;  // to hand out on the next on_cycle
   bool awaiting_apply_ = false;
   int warmup_left_;
+  std::vector<double> window_scores_;  // of the sample being measured
   int busy_cycles_ = 0;
   int64_t window_bytes_ = 0;
   Clock::TimePoint window_start_;

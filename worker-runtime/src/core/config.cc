@@ -129,6 +129,7 @@ Result<Config> parse_config(const EnvMap& env) {
   if (auto log = lookup(env, "AUTOTUNE_LOG")) c.autotune_log = log->second;
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_WARMUP_SAMPLES", c.autotune_warmup_samples, 0));
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_STEPS_PER_SAMPLE", c.autotune_steps_per_sample, 1));
+  KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_WINDOWS_PER_SAMPLE", c.autotune_windows_per_sample, 1));
   // Horovod's name for the sample budget, then korovod's (which wins when both are set).
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_BAYES_OPT_MAX_SAMPLES", c.autotune_max_samples, 1));
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_MAX_SAMPLES", c.autotune_max_samples, 1));
