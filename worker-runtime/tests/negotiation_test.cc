@@ -173,6 +173,31 @@ TEST(Negotiator, SteadyStateUsesOnlyTheBitVectorFastPath) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(slow_paths[r], (std::vector<bool>{true, false, false})) << r;
 }
 
+TEST(Negotiator, RootParameterUpdateReachesEveryRankInTheSameFastPathCycle) {
+  const int n = 3;
+  Cluster c(n);
+  std::mutex mu;
+  std::vector<std::vector<std::string>> received(n);
+  run_ranks(n, [&](int rank) {
+    auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
+    Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
+    for (int step = 0; step < 4; ++step) {
+      CycleInput in;
+      in.requests = {allreduce_request("a", {4})};
+      if (rank == 0 && step == 2) in.param_update = "params-v1";
+      Result<CycleOutput> out = neg.run_cycle(in);
+      ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+      ASSERT_EQ(out->responses.size(), 1u);  // the update does not disturb the responses
+      if (step == 2) {
+        EXPECT_FALSE(out->used_slow_path);
+      }
+      std::lock_guard lock(mu);
+      received[rank].push_back(out->param_update);
+    }
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(received[r], (std::vector<std::string>{"", "", "params-v1", ""})) << r;
+}
+
 TEST(Negotiator, TensorIsReadyOnlyWhenEveryRankSubmittedIt) {
   const int n = 3;
   Cluster c(n);
@@ -199,9 +224,9 @@ TEST(Negotiator, CachedTensorWithNewShapeIsInvalidatedEverywhereAndErrorsOnMisma
   run_ranks(n, [&](int rank) {
     auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
     Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
-    ASSERT_TRUE(neg.run_cycle({{allreduce_request("t", {4})}, false, false}).is_ok());
+    ASSERT_TRUE(neg.run_cycle({{allreduce_request("t", {4})}, false, false, {}}).is_ok());
     // Rank 1 now sends another shape: a cache INVALID on rank 1, a HIT on rank 0.
-    Result<CycleOutput> out = neg.run_cycle({{allreduce_request("t", {rank == 1 ? 5 : 4})}, false, false});
+    Result<CycleOutput> out = neg.run_cycle({{allreduce_request("t", {rank == 1 ? 5 : 4})}, false, false, {}});
     ASSERT_TRUE(out.is_ok());
     ASSERT_EQ(out->responses.size(), 1u);
     EXPECT_EQ(out->responses[0].type, ResponseType::kError);
@@ -216,7 +241,7 @@ TEST(Negotiator, ShutdownOnOneRankStopsAll) {
   run_ranks(n, [&](int rank) {
     auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
     Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
-    Result<CycleOutput> out = neg.run_cycle({{}, rank == 1, false});
+    Result<CycleOutput> out = neg.run_cycle({{}, rank == 1, false, {}});
     ASSERT_TRUE(out.is_ok());
     EXPECT_TRUE(out->shutdown);
   });

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_gloo.h"
 #include "korovod/runtime.h"
 #include "korovod/transport.h"
 
@@ -25,6 +26,7 @@ struct Options {
   bool sweep = true;
   bool fused = true;
   bool data_plane = true;  // also time the shared-memory backend alone
+  bool gloo = true;        // also time Gloo's ring allreduce (TCP on loopback), same buffers
   std::string json_path;
 };
 
@@ -37,16 +39,20 @@ struct Row {
   double mpi_us = 0;
   double korovod_busbw_gbs = 0;
   double mpi_busbw_gbs = 0;
+  double gloo_us = 0;        // 0: not measured
+  double gloo_busbw_gbs = 0;
   double memcpy_gbs = 0;  // one core copying `bytes` (rank 0 alone, same rotation), same run
-  bool verified = false;
+  bool verified = false;  // korovod's results, and Gloo's when measured
 };
 
-// Runs one allreduce size for `dtype` through korovod and through MPI_Allreduce.
-Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op, int64_t bytes);
+// Runs one allreduce size for `dtype` through korovod, MPI_Allreduce and (when `gloo` is not
+// null) Gloo's ring allreduce.
+Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op, int64_t bytes, GlooPeer* gloo);
 // The same through a Backend directly (the shared-memory data plane without the engine).
 Row measure_backend_allreduce(Backend& backend, const Options& o, DataType dtype, ReduceOp op, int64_t bytes);
-// `tensors` x `bytes` submitted together vs the same number of sequential MPI_Allreduce calls.
-Row measure_fused(Runtime& rt, const Options& o, DataType dtype, ReduceOp op);
+// `tensors` x `bytes` submitted together vs the same number of sequential MPI_Allreduce (and
+// Gloo allreduce) calls.
+Row measure_fused(Runtime& rt, const Options& o, DataType dtype, ReduceOp op, GlooPeer* gloo);
 
 std::string format_table(const std::vector<Row>& rows, int ranks, double cycle_time_ms);
 std::string to_json(const std::vector<Row>& rows, int ranks, double cycle_time_ms);

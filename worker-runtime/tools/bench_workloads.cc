@@ -139,7 +139,7 @@ double memcpy_gbs(std::vector<std::vector<std::byte>>& ins, std::vector<std::vec
 
 }  // namespace
 
-Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op, int64_t bytes) {
+Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op, int64_t bytes, GlooPeer* gloo) {
   const int64_t count = bytes / element_size(dtype);
   const int k = rotation_for(bytes);
   std::vector<std::vector<std::byte>> ins(k, std::vector<std::byte>(bytes)), outs = ins;
@@ -155,14 +155,30 @@ Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op
   auto mpi_once = [&](int i) {
     MPI_Allreduce(ins[i % k].data(), outs[i % k].data(), static_cast<int>(count), type->type, type->op, MPI_COMM_WORLD);
   };
+  bool gloo_ok = true;
+  auto gloo_once = [&](int i) { gloo_ok = gloo->allreduce(ins[i % k].data(), outs[i % k].data(), count, dtype, op).is_ok() && gloo_ok; };
   const int iters = iterations_for(o, bytes);
-  for (int i = 0; i < o.warmup; ++i) korovod_once(i), mpi_once(i);
+  for (int i = 0; i < o.warmup; ++i) {
+    korovod_once(i), mpi_once(i);
+    if (gloo) gloo_once(i);
+  }
   Row row{"allreduce", std::string(dtype_name(dtype)), bytes, 1};
   row.mpi_us = timed(iters, mpi_once) * 1e6;
+  auto verified_outputs = [&] {
+    bool ok = true;
+    for (int i = 0; i < std::min(k, iters); ++i) ok = ok && verify(outs[i], dtype, count, op, rt.size());
+    for (auto& out : outs) std::fill(out.begin(), out.end(), std::byte{0});  // for the next variant
+    return ok;
+  };
   for (auto& out : outs) std::fill(out.begin(), out.end(), std::byte{0});
-  row.korovod_us = timed(iters, korovod_once) * 1e6;
   row.verified = true;
-  for (int i = 0; i < std::min(k, iters); ++i) row.verified = row.verified && verify(outs[i], dtype, count, op, rt.size());
+  if (gloo) {
+    row.gloo_us = timed(iters, gloo_once) * 1e6;
+    row.verified = gloo_ok && verified_outputs();
+    row.gloo_busbw_gbs = busbw_gbs(bytes, rt.size(), row.gloo_us / 1e6);
+  }
+  row.korovod_us = timed(iters, korovod_once) * 1e6;
+  row.verified = verified_outputs() && row.verified;
   row.memcpy_gbs = memcpy_gbs(ins, outs, bytes, iters, rt.rank());
   row.korovod_busbw_gbs = busbw_gbs(bytes, rt.size(), row.korovod_us / 1e6);
   row.mpi_busbw_gbs = busbw_gbs(bytes, rt.size(), row.mpi_us / 1e6);
@@ -193,7 +209,7 @@ Row measure_backend_allreduce(Backend& backend, const Options& o, DataType dtype
   return row;
 }
 
-Row measure_fused(Runtime& rt, const Options& o, DataType dtype, ReduceOp op) {
+Row measure_fused(Runtime& rt, const Options& o, DataType dtype, ReduceOp op, GlooPeer* gloo) {
   const int n = o.fused_tensors;
   const int64_t count = o.fused_bytes / element_size(dtype);
   std::vector<std::vector<std::byte>> ins(n, std::vector<std::byte>(o.fused_bytes)), outs = ins;
@@ -214,15 +230,33 @@ Row measure_fused(Runtime& rt, const Options& o, DataType dtype, ReduceOp op) {
       MPI_Allreduce(ins[t].data(), outs[t].data(), static_cast<int>(count), type->type, type->op, MPI_COMM_WORLD);
     }
   };
-  for (int i = 0; i < o.warmup; ++i) korovod_step(i), mpi_step(i);
+  bool gloo_ok = true;
+  auto gloo_step = [&](int) {
+    for (int t = 0; t < n; ++t) gloo_ok = gloo->allreduce(ins[t].data(), outs[t].data(), count, dtype, op).is_ok() && gloo_ok;
+  };
+  for (int i = 0; i < o.warmup; ++i) {
+    korovod_step(i), mpi_step(i);
+    if (gloo) gloo_step(i);
+  }
   Row row{"fused " + std::to_string(n) + "x" + std::to_string(o.fused_bytes >> 10) + "KiB",
           std::string(dtype_name(dtype)), o.fused_bytes, n};
   row.mpi_us = timed(o.fused_iters, mpi_step) * 1e6;
+  auto verified_outputs = [&] {
+    bool ok = true;
+    for (auto& b : outs) ok = ok && verify(b, dtype, count, op, rt.size());
+    for (auto& b : outs) std::fill(b.begin(), b.end(), std::byte{0});
+    return ok;
+  };
   for (auto& b : outs) std::fill(b.begin(), b.end(), std::byte{0});
-  row.korovod_us = timed(o.fused_iters, korovod_step) * 1e6;
-  row.verified = true;
-  for (auto& b : outs) row.verified = row.verified && verify(b, dtype, count, op, rt.size());
   const int64_t total = o.fused_bytes * n;
+  row.verified = true;
+  if (gloo) {
+    row.gloo_us = timed(o.fused_iters, gloo_step) * 1e6;
+    row.verified = gloo_ok && verified_outputs();
+    row.gloo_busbw_gbs = busbw_gbs(total, rt.size(), row.gloo_us / 1e6);
+  }
+  row.korovod_us = timed(o.fused_iters, korovod_step) * 1e6;
+  row.verified = verified_outputs() && row.verified;
   row.korovod_busbw_gbs = busbw_gbs(total, rt.size(), row.korovod_us / 1e6);
   row.mpi_busbw_gbs = busbw_gbs(total, rt.size(), row.mpi_us / 1e6);
   return row;

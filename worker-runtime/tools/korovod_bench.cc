@@ -1,5 +1,5 @@
-// korovod-bench: allreduce bus bandwidth through korovod and through plain MPI_Allreduce in the
-// same run (sweep 4 KiB..256 MiB, float32 and bfloat16), plus a fused training-step workload.
+// korovod-bench: allreduce bus bandwidth through korovod, plain MPI_Allreduce and Gloo's ring
+// allreduce in the same run (sweep 4 KiB..256 MiB, float32 and bfloat16), plus a fused training-step workload.
 // Run under mpirun, e.g.  mpirun -np 2 --bind-to none korovod-bench --json out.json
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -18,14 +18,19 @@ namespace korovod::bench {
 std::string format_table(const std::vector<Row>& rows, int ranks, double cycle_time_ms) {
   std::string out = fmt::format("korovod-bench: {} ranks, cycle time {} ms, times are per operation (per step for fused)\n",
                                 ranks, cycle_time_ms);
-  out += fmt::format("{:<20} {:<9} {:>10} {:>12} {:>12} {:>10} {:>10} {:>8} {:>10} {:>8} {:>6}\n", "workload", "dtype",
-                     "size", "korovod_us", "mpi_us", "kv_GB/s", "mpi_GB/s", "ratio", "memcpy_GB/s", "kv/mcpy", "check");
+  out += fmt::format("{:<20} {:<9} {:>10} {:>12} {:>12} {:>10} {:>10} {:>8} {:>12} {:>10} {:>8} {:>10} {:>8} {:>6}\n",
+                     "workload", "dtype", "size", "korovod_us", "mpi_us", "kv_GB/s", "mpi_GB/s", "ratio", "gloo_us",
+                     "gloo_GB/s", "kv/gloo", "memcpy_GB/s", "kv/mcpy", "check");
   for (const Row& r : rows) {
     std::string size = r.bytes >= (1 << 20) ? fmt::format("{}MiB", r.bytes >> 20) : fmt::format("{}KiB", r.bytes >> 10);
     // ratio > 1: korovod faster. Bandwidth ratio == time ratio for the same bytes.
-    out += fmt::format("{:<20} {:<9} {:>10} {:>12.1f} {:>12.1f} {:>10.3f} {:>10.3f} {:>8.3f} {:>10.3f} {:>8.3f} {:>6}\n",
+    // kv/gloo > 1: korovod faster than Gloo; "-" where Gloo was not measured.
+    const bool g = r.gloo_us > 0;
+    out += fmt::format("{:<20} {:<9} {:>10} {:>12.1f} {:>12.1f} {:>10.3f} {:>10.3f} {:>8.3f} {:>12} {:>10} {:>8} {:>10.3f} {:>8.3f} {:>6}\n",
                        r.workload, r.dtype, size, r.korovod_us, r.mpi_us, r.korovod_busbw_gbs, r.mpi_busbw_gbs,
-                       r.korovod_us > 0 ? r.mpi_us / r.korovod_us : 0.0, r.memcpy_gbs,
+                       r.korovod_us > 0 ? r.mpi_us / r.korovod_us : 0.0, g ? fmt::format("{:.1f}", r.gloo_us) : "-",
+                       g ? fmt::format("{:.3f}", r.gloo_busbw_gbs) : "-",
+                       g && r.korovod_us > 0 ? fmt::format("{:.3f}", r.gloo_us / r.korovod_us) : "-", r.memcpy_gbs,
                        r.memcpy_gbs > 0 ? r.korovod_busbw_gbs / r.memcpy_gbs : 0.0, r.verified ? "ok" : "WRONG");
   }
   return out;
@@ -38,6 +43,8 @@ std::string to_json(const std::vector<Row>& rows, int ranks, double cycle_time_m
                          {"korovod_us", r.korovod_us}, {"mpi_us", r.mpi_us},
                          {"korovod_busbw_gbs", r.korovod_busbw_gbs}, {"mpi_busbw_gbs", r.mpi_busbw_gbs}, {"memcpy_gbs", r.memcpy_gbs},
                          {"speedup_vs_mpi", r.korovod_us > 0 ? r.mpi_us / r.korovod_us : 0.0},
+                         {"gloo_us", r.gloo_us}, {"gloo_busbw_gbs", r.gloo_busbw_gbs},
+                         {"speedup_vs_gloo", r.korovod_us > 0 && r.gloo_us > 0 ? r.gloo_us / r.korovod_us : 0.0},
                          {"verified", r.verified}});
   }
   return j.dump(2);
@@ -77,13 +84,20 @@ int run(const bench::Options& o) {
       if (b.is_ok() && (*b)->enabled(kCpuDevice)) data_plane = std::move(b).value();
     }
   }
+  // Gloo as a second peer (what Horovod's Gloo controller calls), same buffers and checks.
+  std::unique_ptr<bench::GlooPeer> gloo;
+  if (o.gloo) {
+    auto peer = bench::GlooPeer::connect(runtime.rank(), runtime.size());
+    if (peer.is_ok()) gloo = std::move(peer).value();
+    else if (runtime.rank() == 0) fmt::print(stderr, "korovod-bench: no Gloo column: {}\n", peer.status().to_string());
+  }
   std::vector<bench::Row> rows;
   bool all_verified = true;
   for (const std::string& name : o.dtypes) {
     const DataType dtype = kDtypes.at(name);
     if (o.sweep) {
       for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 4) {
-        rows.push_back(bench::measure_allreduce(runtime, o, dtype, kOps.at(o.op), bytes));
+        rows.push_back(bench::measure_allreduce(runtime, o, dtype, kOps.at(o.op), bytes, gloo.get()));
         all_verified = all_verified && rows.back().verified;
       }
     }
@@ -94,7 +108,7 @@ int run(const bench::Options& o) {
       }
     }
     if (o.fused) {
-      rows.push_back(bench::measure_fused(runtime, o, dtype, kOps.at(o.op)));
+      rows.push_back(bench::measure_fused(runtime, o, dtype, kOps.at(o.op), gloo.get()));
       all_verified = all_verified && rows.back().verified;
     }
   }
@@ -132,6 +146,7 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-sweep", o.sweep, "skip the size sweep");
   app.add_flag("!--no-fused", o.fused, "skip the fused workload");
   app.add_flag("!--no-data-plane", o.data_plane, "skip timing the shared-memory backend without the engine");
+  app.add_flag("!--no-gloo", o.gloo, "skip the Gloo peer (ring allreduce over TCP on loopback)");
   app.add_option("--json", o.json_path, "also write the results as JSON here");
   CLI11_PARSE(app, argc, argv);  // before MPI, so --help works without mpirun
 

@@ -39,6 +39,13 @@ struct Config {
   // The fabric settings NCCL / UCX act on, as set in the environment (NCCL_IB_HCA, ...; see
   // kNetworkEnvNames), only echoed in rank 0's startup line so a job's log shows what it ran with.
   std::vector<std::pair<std::string, std::string>> network_env;
+  // Autotune (rank 0 searches fusion threshold x cycle time online; see docs/tuning.md).
+  bool autotune = false;
+  std::string autotune_log;            // CSV of the scored samples (rank 0); "" = none
+  int autotune_warmup_samples = 3;     // discarded samples at the start
+  int autotune_steps_per_sample = 10;  // cycles that reduced something, per window
+  int autotune_windows_per_sample = 5; // a sample scores the median of this many windows
+  int autotune_max_samples = 20;       // Horovod: AUTOTUNE_BAYES_OPT_MAX_SAMPLES
 };
 
 inline constexpr const char* kNetworkEnvNames[] = {

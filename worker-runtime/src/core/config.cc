@@ -125,6 +125,14 @@ Result<Config> parse_config(const EnvMap& env) {
   KOROVOD_RETURN_IF_ERROR(read_cpu_operations(env, c.cpu_operations));
   KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "SHM_SLOT_BYTES", c.shm_slot_bytes, 4096));
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "SHM_SLOTS", c.shm_slots, 4));
+  KOROVOD_RETURN_IF_ERROR(read_bool(env, "AUTOTUNE", c.autotune));
+  if (auto log = lookup(env, "AUTOTUNE_LOG")) c.autotune_log = log->second;
+  KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_WARMUP_SAMPLES", c.autotune_warmup_samples, 0));
+  KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_STEPS_PER_SAMPLE", c.autotune_steps_per_sample, 1));
+  KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_WINDOWS_PER_SAMPLE", c.autotune_windows_per_sample, 1));
+  // Horovod's name for the sample budget, then korovod's (which wins when both are set).
+  KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_BAYES_OPT_MAX_SAMPLES", c.autotune_max_samples, 1));
+  KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_MAX_SAMPLES", c.autotune_max_samples, 1));
   c.shm_slot_bytes = c.shm_slot_bytes / 4096 * 4096;  // whole pages: slots stay 64-byte aligned
   for (const char* name : kNetworkEnvNames) {
     if (auto it = env.find(name); it != env.end()) c.network_env.emplace_back(name, it->second);

@@ -10,6 +10,7 @@ constexpr uint64_t kNotUncached = 1u << 1;
 constexpr uint64_t kNotInvalid = 1u << 2;
 constexpr uint64_t kNotJoined = 1u << 3;
 constexpr uint64_t kSetChangePending = 1u << 4;
+constexpr uint64_t kNoParamUpdate = 1u << 5;  // cleared by set rank 0 when it broadcasts parameters
 
 size_t words_for(int capacity) { return 1 + (static_cast<size_t>(capacity) + 63) / 64; }
 void set_bit(std::vector<uint64_t>& v, int bit) { v[1 + bit / 64] |= uint64_t{1} << (bit % 64); }
@@ -61,6 +62,7 @@ std::vector<uint64_t> Negotiator::status_and_hit_bits(const CycleInput& input) c
   if (invalid_bits_.empty()) flags |= kNotInvalid;
   if (!joined_) flags |= kNotJoined;
   if (input.set_change_pending) flags |= kSetChangePending;
+  if (input.param_update.empty()) flags |= kNoParamUpdate;
   bits[0] = flags;
   for (const auto& [bit, hit] : pending_hits_) set_bit(bits, bit);
   return bits;
@@ -146,6 +148,10 @@ Result<CycleOutput> Negotiator::run_cycle(CycleInput input) {
   CycleOutput out;
   out.shutdown = !(flags & kNotShutdown);
   out.apply_set_change = (flags & kSetChangePending) != 0;
+  if (!(flags & kNoParamUpdate)) {  // every member learns it in this same cycle
+    out.param_update = std::move(input.param_update);
+    KOROVOD_RETURN_IF_ERROR(channel_.broadcast_from_root(out.param_update));
+  }
   if (any_invalid) KOROVOD_RETURN_IF_ERROR(erase_invalid_everywhere(bits));
   if (any_joined) {  // joined ranks never submit, so cached tensors go through the coordinator
     for (auto& [bit, hit] : pending_hits_) uncached_.push_back(std::move(hit.request));

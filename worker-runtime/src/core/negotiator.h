@@ -22,6 +22,7 @@ struct CycleInput {
   std::vector<Request> requests;    // popped from the tensor queue this cycle
   bool shutdown = false;            // this rank wants to stop
   bool set_change_pending = false;  // this rank has a process-set add/remove waiting
+  std::string param_update;         // set rank 0: tuned parameters to broadcast ("" = none)
 };
 
 struct CycleOutput {
@@ -29,6 +30,7 @@ struct CycleOutput {
   bool shutdown = false;            // some rank asked to stop: every rank leaves the loop
   bool apply_set_change = false;    // every rank has a set change pending: apply one now
   bool used_slow_path = false;
+  std::string param_update;         // set rank 0's update, identical on every member ("" = none)
 };
 
 struct NegotiatorOptions {

@@ -62,6 +62,9 @@ Status RuntimeImpl::start() {
   if (world_.rank == 0 && !config_.timeline_path.empty() && config_.timeline_path != "DYNAMIC") {
     KOROVOD_RETURN_IF_ERROR(timeline_.start(config_.timeline_path, config_.timeline_mark_cycles));
   }
+  Result<std::unique_ptr<EngineParameters>> params = EngineParameters::create(config_, world_.rank, *clock_, log_);
+  if (!params.is_ok()) return params.status();
+  params_ = std::move(params).value();
   running_ = true;
   watchdog_ = std::make_unique<Watchdog>(config_.collective_timeout_seconds, [this] { on_watchdog_timeout(); });
   background_ = std::thread([self = shared_from_this()] { self->background_loop(); });
@@ -70,7 +73,7 @@ Status RuntimeImpl::start() {
 
 void RuntimeImpl::wait_for_next_cycle(std::chrono::steady_clock::time_point cycle_start) {
   const auto next = cycle_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                      std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
+                                      std::chrono::duration<double, std::milli>(params_->cycle_time_ms()));
   std::unique_lock lock(state_mu_);
   // Horovod sleeps the remainder of cycle_time since the last cycle start. We do the same while
   // tensors are pending (so tensors arriving together still fuse), but an engine with nothing
@@ -117,6 +120,8 @@ void RuntimeImpl::background_loop() {
 
 bool RuntimeImpl::run_one_cycle() {
   bool apply_change = false;
+  int64_t bytes_reduced = 0;
+  std::string param_update;
   // Idle after this cycle: no tensor is in negotiation (waiting for other ranks). Requests
   // queued while this cycle ran do not count: they are exactly what should start the next cycle
   // at once. Published on every exit path.
@@ -134,12 +139,14 @@ bool RuntimeImpl::run_one_cycle() {
     input.requests = set->queue.pop_requests();
     input.shutdown = shutdown_requested_.load();
     input.set_change_pending = set->id == 0 && sets_.change_pending();
+    if (set->id == 0) input.param_update = params_->take_outgoing();
     Result<CycleOutput> out = set->negotiator->run_cycle(std::move(input));
     if (!out.is_ok()) {
       record_fatal(out.status());
       return false;
     }
-    for (const Response& r : fuse_responses(std::move(out->responses), config_.fusion_threshold_bytes)) {
+    for (const Response& r : fuse_responses(std::move(out->responses), params_->fusion_threshold_bytes())) {
+      if (r.type == ResponseType::kAllreduce) bytes_reduced += response_bytes(r);
       Status st = executor_.execute(*set, r);
       if (!st.is_ok()) {
         record_fatal(st);
@@ -149,7 +156,12 @@ bool RuntimeImpl::run_one_cycle() {
     if (set->id == 0) {
       if (out->shutdown) return false;
       apply_change = out->apply_set_change;
+      param_update = std::move(out->param_update);
     }
+  }
+  if (Status st = params_->end_cycle(bytes_reduced, param_update); !st.is_ok()) {
+    record_fatal(st);
+    return false;
   }
   if (apply_change) apply_set_change();
   return true;

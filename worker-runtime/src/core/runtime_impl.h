@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/engine_parameters.h"
 #include "core/executor.h"
 #include "core/logger.h"
 #include "core/process_set.h"
@@ -73,6 +74,7 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   ProcessSetTable sets_;
   FusionBufferManager fusion_;  // background thread only
   Executor executor_;           // background thread only
+  std::unique_ptr<EngineParameters> params_;  // set in start(); background thread only after
 
   std::atomic<bool> running_{false};
   std::atomic<bool> shutdown_requested_{false};

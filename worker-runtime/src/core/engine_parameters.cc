@@ -1,0 +1,43 @@
+#include "core/engine_parameters.h"
+
+namespace korovod {
+
+Result<std::unique_ptr<EngineParameters>> EngineParameters::create(const Config& config, int rank, const Clock& clock,
+                                                                   const Logger& log) {
+  const TunedParams initial{config.fusion_threshold_bytes, config.cycle_time_ms};
+  std::unique_ptr<EngineParameters> p(new EngineParameters(initial, log));
+  if (rank != 0 || !config.autotune) return p;
+  p->tuner_ = std::make_unique<Autotuner>(AutotuneOptions::from_config(config), initial, clock);
+  if (!config.autotune_log.empty()) {
+    Result<std::unique_ptr<AutotuneCsv>> csv = AutotuneCsv::open(config.autotune_log);
+    if (!csv.is_ok()) return csv.status();
+    p->csv_ = std::move(csv).value();
+  }
+  return p;
+}
+
+Status EngineParameters::end_cycle(int64_t bytes_reduced, const std::string& received) {
+  ++cycle_;
+  if (!received.empty()) {
+    Result<TunedParams> update = decode_params(received);
+    if (!update.is_ok()) return update.status();
+    params_ = *update;
+    log_.log(LogLevel::kInfo, "autotune: from cycle {} on: fusion threshold {} bytes, cycle time {} ms",
+             cycle_ + 1, params_.fusion_threshold_bytes, params_.cycle_time_ms);
+    if (tuner_) tuner_->on_applied(params_);  // this cycle ran on the old parameters: no window
+  } else if (tuner_ && !tuner_->done()) {
+    if (std::optional<TunedParams> next = tuner_->on_cycle(bytes_reduced)) outgoing_ = encode_params(*next);
+    for (const AutotuneSample& s : tuner_->take_samples()) {
+      if (csv_) csv_->write(s);
+    }
+  }
+  if (tuner_ && tuner_->done() && !announced_done_) {
+    announced_done_ = true;
+    const TunedParams best = tuner_->best();
+    log_.log(LogLevel::kInfo, "autotune: done; keeping fusion threshold {} bytes, cycle time {} ms",
+             best.fusion_threshold_bytes, best.cycle_time_ms);
+  }
+  return Status::ok();
+}
+
+}  // namespace korovod

@@ -1,0 +1,111 @@
+// Autotune through the whole engine, N ranks as N threads over the fake transport: rank 0's
+// tuner changes fusion threshold and cycle time while a training-like loop runs, every rank
+// applies each change at the same cycle, results stay correct, and the CSV log is written.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <unistd.h>
+
+#include "korovod/runtime.h"
+#include "test_ranks.h"
+#include "transport/fake/fake_world.h"
+
+namespace korovod {
+namespace {
+
+struct Applied {
+  int64_t cycle = 0;
+  int64_t fusion_threshold_bytes = 0;
+  double cycle_time_ms = 0;
+  bool operator==(const Applied&) const = default;
+};
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(EngineAutotune, EveryRankAppliesTheSameParametersAtTheSameCycleAndTheLogIsWritten) {
+  const int n = 3, tensors = 6, steps = 400;
+  const std::string csv = (std::filesystem::temp_directory_path() /
+                           ("korovod_autotune_engine_" + std::to_string(::getpid()) + ".csv")).string();
+  auto world = std::make_shared<fake::FakeWorld>(n);
+  std::mutex mu;
+  std::vector<std::vector<Applied>> applied(n);
+  std::vector<bool> done_logged(n, false);
+  testing::run_ranks(n, [&](int rank) {
+    RuntimeOptions o;
+    o.config.cycle_time_ms = 0.5;
+    o.config.collective_timeout_seconds = 10;
+    o.config.log_level = LogLevel::kInfo;
+    o.config.autotune = true;
+    o.config.autotune_log = csv;  // opened by rank 0 only
+    o.config.autotune_warmup_samples = 1;
+    o.config.autotune_steps_per_sample = 2;
+    o.config.autotune_windows_per_sample = 2;
+    o.config.autotune_max_samples = 10;  // 1 start + 7 thresholds + 2 cycle times
+    o.log_sink = [&, rank](LogLevel, const std::string& line) {
+      static const std::regex re(R"(autotune: from cycle (\d+) on: fusion threshold (\d+) bytes, cycle time ([\d.]+) ms)");
+      std::smatch m;
+      std::lock_guard lock(mu);
+      if (std::regex_search(line, m, re)) {
+        applied[rank].push_back(Applied{std::stoll(m[1]), std::stoll(m[2]), std::stod(m[3])});
+      }
+      if (line.find("autotune: done") != std::string::npos) done_logged[rank] = true;
+    };
+    o.transport = std::make_shared<fake::FakeTransportProvider>(world, rank);
+    o.backends.push_back(std::make_shared<fake::FakeBackendProvider>(world, rank));
+    Result<std::unique_ptr<Runtime>> rt = Runtime::create(std::move(o));
+    ASSERT_TRUE(rt.is_ok()) << rt.status().to_string();
+    std::vector<std::vector<float>> grads(tensors, std::vector<float>(4096));
+    for (int step = 0; step < steps; ++step) {
+      std::vector<Handle> handles;
+      for (int t = 0; t < tensors; ++t) {
+        std::fill(grads[t].begin(), grads[t].end(), static_cast<float>(rank + t));
+        TensorView v{grads[t].data(), DataType::kFloat32, {4096}, kCpuDevice};
+        Result<Handle> h = (*rt)->allreduce("grad." + std::to_string(t), v, v, ReduceOp::kSum);
+        ASSERT_TRUE(h.is_ok()) << h.status().to_string();
+        handles.push_back(*h);
+      }
+      for (Handle h : handles) ASSERT_TRUE((*rt)->wait(h).is_ok());
+      for (int t = 0; t < tensors; ++t) {
+        ASSERT_EQ(grads[t][4095], static_cast<float>(n * (n - 1) / 2 + n * t)) << "step " << step;
+      }
+    }
+    EXPECT_TRUE((*rt)->shutdown().is_ok());
+  });
+
+  // The same changes, at the same cycle, on every rank.
+  ASSERT_GE(applied[0].size(), 3u);  // the search moved through several points
+  for (int r = 1; r < n; ++r) EXPECT_EQ(applied[r], applied[0]) << "rank " << r;
+  EXPECT_TRUE(done_logged[0]);
+  bool cycle_time_changed = false;
+  for (const Applied& a : applied[0]) cycle_time_changed = cycle_time_changed || a.cycle_time_ms != 0.5;
+  EXPECT_TRUE(cycle_time_changed);
+
+  // Header + one row per scored sample; the last row marked best is the setting left in effect.
+  std::vector<std::string> lines = read_lines(csv);
+  ASSERT_EQ(lines.size(), 11u);
+  EXPECT_EQ(lines[0], "sample,fusion_threshold_bytes,cycle_time_ms,score_bytes_per_us,best");
+  std::string last_best;
+  const std::regex row(R"((\d+),(\d+),([\d.]+),([\d.]+),([01]))");
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(lines[i], m, row)) << lines[i];
+    EXPECT_EQ(std::stoul(m[1]), i);
+    EXPECT_GT(std::stod(m[4]), 0.0);
+    if (m[5] == "1") last_best = std::string(m[2]) + "," + std::string(m[3]);
+  }
+  const Applied& final_setting = applied[0].back();
+  EXPECT_EQ(last_best, fmt::format("{},{}", final_setting.fusion_threshold_bytes, final_setting.cycle_time_ms));
+  std::filesystem::remove(csv);
+}
+
+}  // namespace
+}  // namespace korovod
