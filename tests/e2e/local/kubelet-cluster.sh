@@ -111,7 +111,13 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 [[ $ready == True ]] || { cat "$TEST_DIR/kubelet.log"; fail "node $node never became Ready"; }
-k get lease -n kube-node-lease "$node" >/dev/null || fail "no node Lease for $node"
+lease=""
+for _ in $(seq 1 60); do  # the kubelet renews its Lease every few seconds
+  lease=$(k get lease -n kube-node-lease "$node" -o name 2>/dev/null || true)
+  [[ -n $lease ]] && break
+  sleep 0.5
+done
+[[ -n $lease ]] || { cat "$TEST_DIR/kubelet.log"; fail "no node Lease for $node after 30 s"; }
 
 k -n "$ns" apply -f "$KOROVOD_SOURCE_DIR/examples/pi/pi.yaml" >/dev/null
 status=""
