@@ -36,7 +36,8 @@ struct CollectiveArgs {
   int root_rank = 0;           // broadcast: a global rank inside the process set
   std::vector<int32_t> splits; // alltoall: rows sent to each set rank; empty = even split
   int process_set = kGlobalProcessSet;
-  DoneCallback on_done;        // called on the background thread after the handle completes
+  DoneCallback on_done;        // on the background thread when the op ends, before poll/wait report
+                               // the handle done (so it must not wait on its own handle)
   OutputAllocator allocator;
 };
 

@@ -29,18 +29,25 @@ void* HandleTable::allocate_owned(Handle handle, size_t bytes) {
 bool HandleTable::complete(Handle handle, Status status, OpOutput output) {
   DoneCallback callback;
   Status delivered;
+  std::shared_ptr<State> state;
   {
     std::lock_guard lock(mu_);
-    auto state = find(handle);
-    if (!state || state->done) return false;
-    state->done = true;
+    state = find(handle);
+    if (!state || state->done || state->completing) return false;
+    state->completing = true;
     state->status = std::move(status);
     state->output = std::move(output);
     callback = std::move(state->on_done);
     delivered = state->status;
   }
+  // The callback runs before poll/wait see the handle done, so a caller that saw it done also
+  // sees the callback's effects. Outside the lock: callbacks may call back into the table.
+  if (callback) callback(delivered);
+  {
+    std::lock_guard lock(mu_);
+    state->done = true;
+  }
   done_cv_.notify_all();
-  if (callback) callback(delivered);  // outside the lock: callbacks may call back into us
   return true;
 }
 
@@ -49,7 +56,7 @@ void HandleTable::fail_all_pending(const Status& status) {
   {
     std::lock_guard lock(mu_);
     for (const auto& [h, state] : states_) {
-      if (!state->done) pending.push_back(h);
+      if (!state->done && !state->completing) pending.push_back(h);
     }
   }
   for (Handle h : pending) complete(h, status);

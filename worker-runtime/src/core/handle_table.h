@@ -20,7 +20,8 @@ class HandleTable {
   Handle create(DoneCallback on_done);
   // Storage owned by the handle for an output without a user allocator; valid until release().
   void* allocate_owned(Handle handle, size_t bytes);
-  // Returns false when the handle was already completed (the first completion wins).
+  // Returns false when the handle was already completed (the first completion wins). The
+  // handle's callback runs first; only then do poll/wait/output report it done.
   bool complete(Handle handle, Status status, OpOutput output = {});
   void fail_all_pending(const Status& status);
 
@@ -32,6 +33,7 @@ class HandleTable {
  private:
   struct State {
     bool done = false;
+    bool completing = false;  // complete() is running the callback; done once it returns
     Status status;
     OpOutput output;
     std::vector<std::byte> owned;
