@@ -31,10 +31,16 @@ struct Config {
   bool dynamic_process_sets = false;
   bool mpi_threads_disable = false;
   // CPU data plane: "" (default: shared memory when every rank of a process set shares the
-  // host, else MPI), "mpi" (always MPI), "shm" (shared memory where possible, MPI elsewhere).
+  // host, else MPI), "mpi" (always MPI), "shm" (shared memory where possible, MPI elsewhere),
+  // "tcp" (the TCP data plane for every CPU tensor).
   std::string cpu_operations;
   int64_t shm_slot_bytes = 64 * 1024;  // one chunk slot of the shared-memory ring
   int shm_slots = 8;                   // slots per rank: the pipeline depth
+  // TCP data plane: the interface to listen on ("" = the hostname's address, else loopback;
+  // KOROVOD_IFACE, else HOROVOD_GLOO_IFACE, else the first name in NCCL_SOCKET_IFNAME) and the
+  // ring's pipeline segment.
+  std::string tcp_iface;
+  int64_t tcp_segment_bytes = 256 * 1024;
 };
 
 using EnvMap = std::map<std::string, std::string>;

@@ -3,6 +3,7 @@
 #include "korovod/mpi.h"
 #include "transport/mpi/mpi_providers.h"
 #include "transport/shm/shm_provider.h"
+#include "transport/tcp/tcp_provider.h"
 
 namespace korovod {
 
@@ -26,9 +27,15 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
   options.config = std::move(config);
   auto transport = std::make_shared<mpi::MpiTransportProvider>(*ctx);
   options.transport = transport;
-  // First enabled backend wins: shared memory for sets on one host (unless forced off), MPI for
-  // the rest and as the fallback.
-  if (options.config.cpu_operations != "mpi") {
+  // First enabled backend wins: TCP when forced; else shared memory for sets on one host (unless
+  // forced off), MPI for the rest and as the fallback.
+  if (options.config.cpu_operations == "tcp") {
+    tcp::TcpOptions tcp_options;
+    tcp_options.iface = options.config.tcp_iface;
+    tcp_options.segment_bytes = options.config.tcp_segment_bytes;
+    tcp_options.timeout_seconds = options.config.collective_timeout_seconds;
+    options.backends.push_back(std::make_shared<tcp::TcpBackendProvider>(transport, tcp_options));
+  } else if (options.config.cpu_operations != "mpi") {
     const shm::Geometry geometry{static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots};
     options.backends.push_back(std::make_shared<shm::ShmBackendProvider>(transport, geometry,
                                                                          options.config.cpu_operations == "shm"));
