@@ -50,6 +50,21 @@ std::string hostname_address() {
 
 }  // namespace
 
+Result<std::string> resolve_ipv4(const std::string& host) {
+  in_addr parsed{};
+  if (inet_pton(AF_INET, host.c_str(), &parsed) == 1) return host;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) {
+    return Status::invalid_argument(fmt::format("cannot resolve {:?} to an IPv4 address", host));
+  }
+  std::string addr = ipv4_text(res->ai_addr);
+  freeaddrinfo(res);
+  return addr;
+}
+
 Result<std::string> choose_listen_address(const std::string& iface) {
   if (!iface.empty()) return interface_address(iface);
   const std::string addr = hostname_address();

@@ -12,4 +12,7 @@ namespace korovod::tcp {
 // the hostname resolves to when it is local (bindable), else 127.0.0.1.
 Result<std::string> choose_listen_address(const std::string& iface);
 
+// `host` as a numeric IPv4 address (itself when it already is one).
+Result<std::string> resolve_ipv4(const std::string& host);
+
 }  // namespace korovod::tcp
