@@ -87,12 +87,15 @@ Status Mesh::timed_out(const std::vector<short>& want, const char* op) {
 Status Mesh::wait(const std::vector<short>& want, std::vector<short>& ready, const char* op) {
   if (!failed_.is_ok()) return failed_;
   const Deadline deadline = deadline_after(timeout_seconds_);
-  for (;;) {
+  for (int spins = 0;; ) {
     for (size_t r = 0; r < peers_.size(); ++r) {
       const bool watch = peers_[r].valid() && (want[r] != 0 || !closed_[r]);
       fds_[r] = {watch ? peers_[r].get() : -1, static_cast<short>(want[r] | POLLRDHUP), 0};
     }
-    const int rc = poll(fds_.data(), fds_.size(), poll_ms_left(deadline, 1000));
+    // Spin briefly before sleeping: a peer's answer usually comes within microseconds, and a
+    // rank that sleeps on a busy machine waits a whole time slice to run again.
+    const int rc = poll(fds_.data(), fds_.size(), spins < kSpinPolls ? 0 : poll_ms_left(deadline, 1000));
+    ++spins;
     if (rc < 0 && errno != EINTR) return fail(Status::unknown(fmt::format("poll: {}", std::strerror(errno))));
     bool any = false;
     for (size_t r = 0; r < peers_.size() && rc > 0; ++r) {

@@ -47,6 +47,7 @@ class Mesh {
 
  private:
   Status timed_out(const std::vector<short>& want, const char* op);
+  static constexpr int kSpinPolls = 100;  // zero-timeout polls (a few tens of µs) before blocking
   static constexpr double kSettleSeconds = 0.2;  // for the notices out and the hang-ups in
   void send_failure_notices();
   // Which peers have hung up, split into those that sent the failure notice and the rest.
