@@ -41,6 +41,10 @@ struct Config {
   // ring's pipeline segment.
   std::string tcp_iface;
   int64_t tcp_segment_bytes = 256 * 1024;
+  // With the TCP data plane on a set that spans hosts: shared-memory reduce-scatter on each host,
+  // TCP allreduce of each shard across hosts, shared-memory allgather.
+  bool hierarchical_allreduce = false;
+  std::string host_id;  // KOROVOD_HOST_ID: overrides this rank's host identity ("" = real one)
 };
 
 using EnvMap = std::map<std::string, std::string>;

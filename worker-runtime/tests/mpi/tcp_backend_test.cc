@@ -3,6 +3,10 @@
 // several segments, large) with a deliberately small segment (1 KiB) so every pipeline path runs,
 // then the default options once on a large buffer; results must be bitwise equal to MPI's
 // (inputs are small integers, exact in every dtype) and bitwise identical on all ranks.
+//   --hierarchical  the same checks on the hierarchical allreduce (shared memory on each host,
+//             TCP across), with host identities forced by KOROVOD_HOST_ID (tcp_as_hosts.sh: two
+//             ranks per "host"); np 4 must build it (2 hosts x 2), np 3 (2 + 1, not
+//             homogeneous) must fall back to the flat ring.
 //   --crash   the last rank is SIGKILLed by a timer thread while everyone loops over large
 //             allreduces; each survivor must get an error naming that rank within
 //             kCrashBoundSeconds and prints TCP-CRASH-OK.
@@ -17,6 +21,7 @@
 #include "../dtype_values.h"
 #include "mpi_check.h"
 #include "transport/mpi/mpi_providers.h"
+#include "transport/tcp/hierarchical_backend.h"
 #include "transport/tcp/tcp_provider.h"
 
 namespace korovod::mpitest {
@@ -177,6 +182,33 @@ int run_crash(const std::shared_ptr<mpi::MpiContext>& ctx, int rank, int size) {
   }
 }
 
+int run_hierarchical(const std::shared_ptr<mpi::MpiContext>& ctx, int rank, int size) {
+  Checker c(rank);
+  Result<Config> config = parse_config(process_environment());
+  tcp::TcpOptions options;
+  options.segment_bytes = 1024;
+  options.timeout_seconds = 20;
+  options.hierarchical_allreduce = true;
+  options.host_id = config.is_ok() ? config->host_id : "";
+  options.shm_geometry = shm::Geometry{4096, 4};
+  MPI_CHECK(c, !options.host_id.empty(), "KOROVOD_HOST_ID is not set (run through tcp_as_hosts.sh)");
+  Backends b = make_backends(ctx, options, 0, size);
+  if (!MPI_CHECK(c, b.tcp && b.mpi, "tcp backend: {}", b.error)) MPI_Abort(MPI_COMM_WORLD, 2);
+  const auto* hier = dynamic_cast<const tcp::HierarchicalBackend*>(b.tcp.get());
+  const bool want_hier = size % 2 == 0 && size >= 4;
+  MPI_CHECK(c, (hier != nullptr) == want_hier, "hierarchical backend built: {} (expected {})", hier != nullptr,
+            want_hier);
+  if (hier) MPI_CHECK(c, hier->local_size() == 2 && hier->cross_size() == size / 2, "host groups");
+  check_reductions(b, c, options.segment_bytes, rank, size);
+  int failures = c.failures(), total = 0;
+  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) {
+    fmt::print("rt_tcp_test --hierarchical np={} ({}): {}\n", size, hier ? "hierarchical" : "flat fallback",
+               total == 0 ? "all checks passed" : "FAILED");
+  }
+  return total;
+}
+
 }  // namespace
 }  // namespace korovod::mpitest
 
@@ -184,9 +216,10 @@ int main(int argc, char** argv) {
   using namespace korovod;
   using namespace korovod::mpitest;
   if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
-    fmt::print("usage: mpirun -np N rt_tcp_test [--crash]\n"
+    fmt::print("usage: mpirun -np N rt_tcp_test [--crash | --hierarchical]\n"
                "Checks the TCP backend against the MPI backend (every op x dtype x size); --crash kills\n"
-               "the last rank mid-allreduce and checks that the others fail in time, naming it.\n");
+               "the last rank mid-allreduce and checks that the others fail in time, naming it;\n"
+               "--hierarchical checks the hierarchical allreduce (run through tcp_as_hosts.sh).\n");
     return 0;
   }
   int provided = 0;
@@ -197,6 +230,12 @@ int main(int argc, char** argv) {
   Result<std::shared_ptr<mpi::MpiContext>> ctx = mpi::MpiContext::create(nullptr, false);
   if (!ctx.is_ok()) return 2;
   if (argc > 1 && std::strcmp(argv[1], "--crash") == 0) return run_crash(*ctx, rank, size);
+  if (argc > 1 && std::strcmp(argv[1], "--hierarchical") == 0) {
+    const int total = run_hierarchical(*ctx, rank, size);
+    ctx = Status::aborted("done");
+    MPI_Finalize();
+    return total == 0 ? 0 : 1;
+  }
 
   Checker c(rank);
   tcp::TcpOptions small;

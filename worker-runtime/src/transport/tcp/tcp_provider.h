@@ -9,6 +9,7 @@
 #include <string>
 
 #include "korovod/transport.h"
+#include "transport/shm/shm_group.h"
 
 namespace korovod::tcp {
 
@@ -17,6 +18,15 @@ struct TcpOptions {
   int64_t segment_bytes = 256 * 1024;  // pipeline granularity of the ring collectives
   double timeout_seconds = 60.0;       // no progress for this long fails a collective; 0 = never
   int socket_buffer_bytes = 4 << 20;   // SO_SNDBUF / SO_RCVBUF
+  // Sets that span hosts with several ranks each: shared memory within a host, TCP across
+  // (HierarchicalBackend). host_id "" = the real host identity.
+  bool hierarchical_allreduce = false;
+  std::string host_id;
+  shm::Geometry shm_geometry;
+};
+
+struct HostGroups {
+  std::vector<int> local, cross;  // global ranks
 };
 
 class TcpBackendProvider final : public BackendProvider {
@@ -27,6 +37,10 @@ class TcpBackendProvider final : public BackendProvider {
   Result<std::unique_ptr<Backend>> create_backend(const std::vector<int>& global_ranks, int set_id) override;
 
  private:
+  Result<std::unique_ptr<Backend>> create_flat(ControlChannel& ctl, const std::vector<int>& global_ranks, int set_id);
+  Result<std::unique_ptr<Backend>> create_hierarchical(const HostGroups& groups, int set_id,
+                                                       std::unique_ptr<Backend> flat);
+
   std::shared_ptr<TransportProvider> transport_;
   TcpOptions options_;
 };
