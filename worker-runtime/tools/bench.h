@@ -24,7 +24,7 @@ struct Options {
   int fused_iters = 30;
   bool sweep = true;
   bool fused = true;
-  bool data_plane = true;  // also time the shared-memory backend alone
+  bool data_plane = true;  // also time the data plane alone (shared memory, or TCP when forced)
   std::string json_path;
 };
 
