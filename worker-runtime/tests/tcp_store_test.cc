@@ -1,6 +1,6 @@
 // The TCP transport's pieces without MPI: the rendezvous store's framing, the store server and
 // client (set, get that waits, add, errors that name the rank and the key), and the Mesh's
-// failure detection (a peer that closes, a peer that stalls).
+// failure detection (a peer that closes, a peer that stalls); the interface / config choices.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -8,6 +8,8 @@
 #include <chrono>
 #include <thread>
 
+#include "korovod/config.h"
+#include "transport/tcp/address.h"
 #include "transport/tcp/mesh.h"
 #include "transport/tcp/store.h"
 
@@ -177,3 +179,44 @@ TEST(MeshTest, StalledPeerTimesOutNamingIt) {
 
 }  // namespace
 }  // namespace korovod::tcp
+
+namespace korovod {
+namespace {
+
+TEST(TcpConfig, InterfaceComesFromKorovodThenGlooThenNcclNames) {
+  Result<Config> c = parse_config({{"NCCL_SOCKET_IFNAME", "eth1,eth2"}, {"HOROVOD_CPU_OPERATIONS", "TCP"}});
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->tcp_iface, "eth1");
+  EXPECT_EQ(c->cpu_operations, "tcp");
+  c = parse_config({{"NCCL_SOCKET_IFNAME", "eth1"}, {"HOROVOD_GLOO_IFACE", "ens5"}});
+  EXPECT_EQ(c->tcp_iface, "ens5");
+  c = parse_config({{"KOROVOD_IFACE", "lo"}, {"HOROVOD_GLOO_IFACE", "ens5"}});
+  EXPECT_EQ(c->tcp_iface, "lo");
+  c = parse_config({{"NCCL_SOCKET_IFNAME", "^docker,lo"}});  // an exclusion names no interface
+  EXPECT_EQ(c->tcp_iface, "");
+  c = parse_config({{"KOROVOD_TCP_SEGMENT_BYTES", "4096"}, {"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"},
+                    {"KOROVOD_HOST_ID", "host-b"}});
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_EQ(c->tcp_segment_bytes, 4096);
+  EXPECT_TRUE(c->hierarchical_allreduce);
+  EXPECT_EQ(c->host_id, "host-b");
+  EXPECT_FALSE(parse_config({{"KOROVOD_TCP_SEGMENT_BYTES", "8"}}).is_ok());
+  EXPECT_FALSE(parse_config({{"KOROVOD_CPU_OPERATIONS", "gloo"}}).is_ok());
+}
+
+TEST(TcpAddress, InterfaceNameGivesItsAddressAndUnknownOnesAreNamed) {
+  Result<std::string> lo = tcp::choose_listen_address("lo");
+  ASSERT_TRUE(lo.is_ok()) << lo.status().to_string();
+  EXPECT_EQ(*lo, "127.0.0.1");
+  Result<std::string> none = tcp::choose_listen_address("no-such-if0");
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_NE(none.status().message().find("no-such-if0"), std::string::npos);
+  EXPECT_NE(none.status().message().find("lo"), std::string::npos);  // lists the ones there are
+  Result<std::string> fallback = tcp::choose_listen_address("");
+  ASSERT_TRUE(fallback.is_ok());
+  EXPECT_TRUE(tcp::listen_on(*fallback, 0, tcp::SocketOptions{}).is_ok());  // a local address
+  EXPECT_EQ(*tcp::resolve_ipv4("127.0.0.1"), "127.0.0.1");
+}
+
+}  // namespace
+}  // namespace korovod
