@@ -9,7 +9,8 @@
 // (each step in float32, rounded once per step).
 // reducescatter: the same ring, shifted so that rank r finishes its own share.
 // allgatherv, alltoallv, broadcast, barrier: every pair of ranks exchanges directly, all sockets
-// at once (the same bytes per rank as a ring for allgather, one hop of latency).
+// at once (the same bytes per rank as a ring for allgather, one hop of latency); broadcasts of
+// kChainBroadcastBytes and more are a pipelined chain from the root instead.
 #pragma once
 
 #include <memory>
@@ -37,6 +38,10 @@ class TcpBackend final : public Backend {
   Status reducescatter(const void* send, void* recv, const std::vector<int64_t>& recv_counts, DataType dtype,
                        ReduceOp op) override;
   Status barrier() override;
+
+  // Broadcasts from this size up run as a chain (one hop per rank, pipelined), below as one
+  // direct hop from the root to everyone.
+  static constexpr int64_t kChainBroadcastBytes = 256 * 1024;
 
   // One step of a ring: send `send_bytes` from send_src to the next rank while receiving
   // `recv_bytes` from the previous one into recv_dst, reduced with `mine` first when it is not

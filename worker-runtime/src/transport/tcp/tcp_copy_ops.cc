@@ -1,5 +1,6 @@
 // The TCP collectives that only move bytes: allgatherv, broadcast, alltoallv, barrier. Each is
-// one direct exchange (Mesh::exchange): every socket carries its share concurrently.
+// one direct exchange (Mesh::exchange): every socket carries its share concurrently; a large
+// broadcast is a pipelined chain instead.
 #include <cstring>
 
 #include "transport/tcp/tcp_backend.h"
@@ -33,6 +34,15 @@ Status TcpBackend::allgatherv(const void* send, int64_t send_bytes, void* recv,
 Status TcpBackend::broadcast(void* buffer, int64_t bytes, int root) {
   KOROVOD_RETURN_IF_ERROR(mesh_->failed());
   auto* buf = static_cast<std::byte*>(buffer);
+  if (bytes >= kChainBroadcastBytes && size() > 2) {
+    // A chain around the ring from the root, each rank forwarding bytes as they arrive: the root
+    // sends the buffer once instead of size-1 times.
+    const int last = (root + size() - 1) % size();
+    std::vector<RingBlock> blocks;
+    if (rank() != root) blocks.push_back({nullptr, 0, buf, nullptr, bytes});
+    if (rank() != last) blocks.push_back({buf, bytes, nullptr, nullptr, 0});
+    return run_ring(blocks, DataType::kUInt8, ReduceOp::kSum, "broadcast");
+  }
   for (int p = 0; p < size(); ++p) {
     io_[p] = {};
     if (rank() == root) io_[p].send = buf, io_[p].send_len = bytes;
