@@ -9,11 +9,12 @@
 
 namespace korovod::tcp {
 
-Mesh::Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, double timeout_seconds)
+Mesh::Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, double timeout_seconds, std::string label)
     : rank_(rank),
       peers_(std::move(peers)),
       global_ranks_(std::move(global_ranks)),
       timeout_seconds_(timeout_seconds),
+      label_(std::move(label)),
       closed_(peers_.size(), false),
       fds_(peers_.size()) {}
 
@@ -68,7 +69,7 @@ std::string Mesh::gone_peers() {
 Status Mesh::fail(Status why) {
   if (failed_.is_ok()) {
     send_failure_notices();
-    failed_ = Status(why.code(), fmt::format("TCP backend on {}: {}{}", peer_name(rank_), why.message(), gone_peers()));
+    failed_ = Status(why.code(), fmt::format("{} on {}: {}{}", label_, peer_name(rank_), why.message(), gone_peers()));
     for (Fd& fd : peers_) {
       if (fd.valid()) shutdown(fd.get(), SHUT_RDWR);
     }

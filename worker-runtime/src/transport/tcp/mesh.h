@@ -28,8 +28,10 @@ struct PeerIo {
 
 class Mesh {
  public:
-  // peers[r]: the socket to set rank r (invalid for `rank`); global_ranks name them in errors.
-  Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, double timeout_seconds);
+  // peers[r]: the socket to set rank r (invalid for `rank`); global_ranks name them in errors,
+  // which start with `label` ("TCP backend", "TCP control plane").
+  Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, double timeout_seconds,
+       std::string label = "TCP backend");
 
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(peers_.size()); }
@@ -57,6 +59,7 @@ class Mesh {
   std::vector<Fd> peers_;
   std::vector<int> global_ranks_;
   double timeout_seconds_;
+  std::string label_;
   std::vector<bool> closed_;  // peers seen hanging up while this rank expected nothing from them
   Status failed_;
   std::vector<pollfd> fds_;  // scratch
