@@ -25,7 +25,7 @@ struct Options {
   int fused_iters = 30;
   bool sweep = true;
   bool fused = true;
-  bool data_plane = true;  // also time the shared-memory backend alone
+  bool data_plane = true;  // also time the data plane alone (shared memory, or TCP when forced)
   bool gloo = true;        // also time Gloo's ring allreduce (TCP on loopback), same buffers
   std::string json_path;
 };

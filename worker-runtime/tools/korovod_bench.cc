@@ -12,6 +12,7 @@
 #include "korovod/mpi.h"
 #include "transport/mpi/mpi_providers.h"
 #include "transport/shm/shm_provider.h"
+#include "transport/tcp/tcp_provider.h"
 
 namespace korovod::bench {
 
@@ -69,18 +70,28 @@ int run(const bench::Options& o) {
     return 1;
   }
   Runtime& runtime = **rt;
-  // The shared-memory backend on its own (same geometry as the runtime's), to separate the data
-  // plane from the engine's negotiation and wake-ups.
+  // The data plane on its own (shared memory, or TCP when KOROVOD_CPU_OPERATIONS=tcp; the same
+  // settings as the runtime's), to separate it from the engine's negotiation and wake-ups.
   std::unique_ptr<Backend> data_plane;
   if (o.data_plane) {
     auto ctx = mpi::MpiContext::create(nullptr, false);
     if (ctx.is_ok()) {
       const Config& c = runtime.config();
-      shm::ShmBackendProvider provider(std::make_shared<mpi::MpiTransportProvider>(*ctx),
-                                       shm::Geometry{static_cast<size_t>(c.shm_slot_bytes), c.shm_slots}, false);
+      auto transport = std::make_shared<mpi::MpiTransportProvider>(*ctx);
+      std::unique_ptr<BackendProvider> provider;
+      if (c.cpu_operations == "tcp") {
+        tcp::TcpOptions t;
+        t.iface = c.tcp_iface;
+        t.segment_bytes = c.tcp_segment_bytes;
+        t.timeout_seconds = c.collective_timeout_seconds;
+        provider = std::make_unique<tcp::TcpBackendProvider>(transport, t);
+      } else {
+        provider = std::make_unique<shm::ShmBackendProvider>(
+            transport, shm::Geometry{static_cast<size_t>(c.shm_slot_bytes), c.shm_slots}, false);
+      }
       std::vector<int> everyone(runtime.size());
       for (int r = 0; r < runtime.size(); ++r) everyone[r] = r;
-      auto b = provider.create_backend(everyone, 1000);
+      auto b = provider->create_backend(everyone, 1000);
       if (b.is_ok() && (*b)->enabled(kCpuDevice)) data_plane = std::move(b).value();
     }
   }
@@ -145,7 +156,7 @@ int main(int argc, char** argv) {
   app.add_option("--fused-iters", o.fused_iters, "timed fused steps")->capture_default_str();
   app.add_flag("!--no-sweep", o.sweep, "skip the size sweep");
   app.add_flag("!--no-fused", o.fused, "skip the fused workload");
-  app.add_flag("!--no-data-plane", o.data_plane, "skip timing the shared-memory backend without the engine");
+  app.add_flag("!--no-data-plane", o.data_plane, "skip timing the data plane without the engine (shared memory; TCP with KOROVOD_CPU_OPERATIONS=tcp)");
   app.add_flag("!--no-gloo", o.gloo, "skip the Gloo peer (ring allreduce over TCP on loopback)");
   app.add_option("--json", o.json_path, "also write the results as JSON here");
   CLI11_PARSE(app, argc, argv);  // before MPI, so --help works without mpirun

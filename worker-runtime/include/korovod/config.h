@@ -32,7 +32,8 @@ struct Config {
   bool dynamic_process_sets = false;
   bool mpi_threads_disable = false;
   // CPU data plane: "" (default: shared memory when every rank of a process set shares the
-  // host, else MPI), "mpi" (always MPI), "shm" (shared memory where possible, MPI elsewhere).
+  // host, else MPI), "mpi" (always MPI), "shm" (shared memory where possible, MPI elsewhere),
+  // "tcp" (the TCP data plane for every CPU tensor).
   std::string cpu_operations;
   int64_t shm_slot_bytes = 64 * 1024;  // one chunk slot of the shared-memory ring
   int shm_slots = 8;                   // slots per rank: the pipeline depth
@@ -46,6 +47,15 @@ struct Config {
   int autotune_steps_per_sample = 10;  // cycles that reduced something, per window
   int autotune_windows_per_sample = 5; // a sample scores the median of this many windows
   int autotune_max_samples = 20;       // Horovod: AUTOTUNE_BAYES_OPT_MAX_SAMPLES
+  // TCP data plane: the interface to listen on ("" = the hostname's address, else loopback;
+  // KOROVOD_IFACE, else HOROVOD_GLOO_IFACE, else the first name in NCCL_SOCKET_IFNAME) and the
+  // ring's pipeline segment.
+  std::string tcp_iface;
+  int64_t tcp_segment_bytes = 256 * 1024;
+  // With the TCP data plane on a set that spans hosts: shared-memory reduce-scatter on each host,
+  // TCP allreduce of each shard across hosts, shared-memory allgather.
+  bool hierarchical_allreduce = false;
+  std::string host_id;  // KOROVOD_HOST_ID: overrides this rank's host identity ("" = real one)
 };
 
 inline constexpr const char* kNetworkEnvNames[] = {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "korovod/mpi.h"
+#include "korovod/tcp.h"
 
 struct korovod_runtime {
   std::unique_ptr<korovod::Runtime> runtime;
@@ -66,7 +67,11 @@ int korovod_init(korovod_runtime** out, const void* mpi_comm, const int* set_ran
   for (int i = 0, offset = 0; i < num_sets; offset += set_sizes[i], ++i) {
     sets.emplace_back(set_ranks + offset, set_ranks + offset + set_sizes[i]);
   }
-  auto runtime = korovod::init_mpi_runtime(std::move(sets), mpi_comm);
+  // Without a communicator and with a rendezvous store configured (a launcher that does not use
+  // mpirun), start over TCP; otherwise over MPI.
+  auto runtime = mpi_comm == nullptr && korovod::tcp_rendezvous_configured(korovod::process_environment())
+                     ? korovod::init_tcp_runtime(std::move(sets))
+                     : korovod::init_mpi_runtime(std::move(sets), mpi_comm);
   if (!runtime.is_ok()) {
     if (error_text && error_len > 0) {
       std::strncpy(error_text, runtime.status().message().c_str(), error_len - 1);

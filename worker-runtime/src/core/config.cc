@@ -87,16 +87,30 @@ Status read_core_list(const EnvMap& env, std::vector<int>& out) {
   return Status::ok();
 }
 
-// Horovod's HOROVOD_CPU_OPERATIONS names the CPU data plane (mpi, gloo, ccl); korovod has mpi and
-// its own shared-memory path, and refuses the others rather than silently running something else.
+// Horovod's HOROVOD_CPU_OPERATIONS names the CPU data plane (mpi, gloo, ccl); korovod has mpi,
+// its own shared-memory and TCP paths, and refuses the others rather than silently running
+// something else.
 Status read_cpu_operations(const EnvMap& env, std::string& out) {
   auto found = lookup(env, "CPU_OPERATIONS");
   if (!found) return Status::ok();
   std::string v = found->second;
   std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (v != "mpi" && v != "shm") return bad(found->first, found->second, "mpi or shm");
+  if (v != "mpi" && v != "shm" && v != "tcp") return bad(found->first, found->second, "mpi, shm or tcp");
   out = v;
   return Status::ok();
+}
+
+// The interface the TCP data plane listens on; the names Horovod's Gloo and NCCL users already set
+// are accepted. NCCL_SOCKET_IFNAME may list several ("eth0,eth1"); an exclusion ("^docker") or
+// prefix match is not an interface name, so it is ignored.
+void read_tcp_iface(const EnvMap& env, std::string& out) {
+  for (const char* name : {"KOROVOD_IFACE", "HOROVOD_GLOO_IFACE", "NCCL_SOCKET_IFNAME"}) {
+    auto it = env.find(name);
+    if (it == env.end() || it->second.empty() || it->second[0] == '^') continue;
+    out = it->second.substr(it->second[0] == '=' ? 1 : 0);
+    out = out.substr(0, out.find(','));
+    return;
+  }
 }
 
 }  // namespace
@@ -133,6 +147,10 @@ Result<Config> parse_config(const EnvMap& env) {
   // Horovod's name for the sample budget, then korovod's (which wins when both are set).
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_BAYES_OPT_MAX_SAMPLES", c.autotune_max_samples, 1));
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_MAX_SAMPLES", c.autotune_max_samples, 1));
+  read_tcp_iface(env, c.tcp_iface);
+  KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "TCP_SEGMENT_BYTES", c.tcp_segment_bytes, 64));
+  KOROVOD_RETURN_IF_ERROR(read_bool(env, "HIERARCHICAL_ALLREDUCE", c.hierarchical_allreduce));
+  if (auto h = lookup(env, "HOST_ID")) c.host_id = h->second;
   c.shm_slot_bytes = c.shm_slot_bytes / 4096 * 4096;  // whole pages: slots stay 64-byte aligned
   for (const char* name : kNetworkEnvNames) {
     if (auto it = env.find(name); it != env.end()) c.network_env.emplace_back(name, it->second);

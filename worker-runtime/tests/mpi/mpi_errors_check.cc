@@ -167,10 +167,14 @@ void check_timeline(Runtime&, Checker& c, const std::string& path) {
     MPI_CHECK(c, names.count(expected) == 1, "timeline lacks {}", expected);
   }
   // The backend op is named after the data plane that ran it (Horovod: MPI_ALLREDUCE,
-  // NCCL_ALLREDUCE, ...): SHM_* on one host by default, MPI_* with KOROVOD_CPU_OPERATIONS=mpi.
+  // NCCL_ALLREDUCE, ...): SHM_* on one host by default, MPI_* with KOROVOD_CPU_OPERATIONS=mpi,
+  // and only TCP_* with KOROVOD_CPU_OPERATIONS=tcp (the forced data plane really ran).
+  const bool tcp = test_config().cpu_operations == "tcp";
   for (const char* op : {"ALLREDUCE", "ALLGATHER", "BCAST"}) {
-    MPI_CHECK(c, names.count(fmt::format("MPI_{}", op)) + names.count(fmt::format("SHM_{}", op)) >= 1,
-              "timeline lacks MPI_{} / SHM_{}", op, op);
+    const size_t ran = tcp ? names.count(fmt::format("TCP_{}", op))
+                           : names.count(fmt::format("MPI_{}", op)) + names.count(fmt::format("SHM_{}", op));
+    MPI_CHECK(c, ran >= 1 && (tcp || names.count(fmt::format("TCP_{}", op)) == 0), "timeline lacks {}_{}",
+              tcp ? "TCP" : "MPI / SHM", op);
   }
   std::remove(path.c_str());
 }

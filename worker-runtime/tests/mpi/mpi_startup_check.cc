@@ -27,7 +27,7 @@ void check_startup_line(Checker& c, int size) {
     return;
   }
   if (!MPI_CHECK(c, lines.size() == 1, "rank 0 logged {} startup lines, not 1", lines.size())) return;
-  const std::string plane = config.cpu_operations == "mpi" ? "MPI" : "SHM";
+  const std::string plane = config.cpu_operations == "mpi" ? "MPI" : config.cpu_operations == "tcp" ? "TCP" : "SHM";
 #ifdef KOROVOD_HAVE_NCCL
   const std::string gpu = "GPU data plane: NCCL 2.";
 #else

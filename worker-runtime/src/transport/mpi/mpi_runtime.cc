@@ -6,6 +6,7 @@
 #ifdef KOROVOD_HAVE_NCCL
 #include "transport/nccl/nccl_provider.h"
 #endif
+#include "transport/tcp/tcp_provider.h"
 
 namespace korovod {
 
@@ -29,13 +30,22 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
   options.config = std::move(config);
   auto transport = std::make_shared<mpi::MpiTransportProvider>(*ctx);
   options.transport = transport;
-  // First enabled backend wins: NCCL for GPU tensors (when built; enabled only for device >= 0),
-  // shared memory for CPU tensors of sets on one host (unless forced off), MPI for the rest and
-  // as the fallback.
+  // First enabled backend wins: NCCL for GPU tensors (when built; enabled only for device >= 0);
+  // for CPU tensors TCP when forced, else shared memory for sets on one host (unless forced
+  // off); MPI for the rest and as the fallback.
 #ifdef KOROVOD_HAVE_NCCL
   options.backends.push_back(std::make_shared<nccl::NcclBackendProvider>(transport, (*ctx)->info().local_rank));
 #endif
-  if (options.config.cpu_operations != "mpi") {
+  if (options.config.cpu_operations == "tcp") {
+    tcp::TcpOptions tcp_options;
+    tcp_options.iface = options.config.tcp_iface;
+    tcp_options.segment_bytes = options.config.tcp_segment_bytes;
+    tcp_options.timeout_seconds = options.config.collective_timeout_seconds;
+    tcp_options.hierarchical_allreduce = options.config.hierarchical_allreduce;
+    tcp_options.host_id = options.config.host_id;
+    tcp_options.shm_geometry = {static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots};
+    options.backends.push_back(std::make_shared<tcp::TcpBackendProvider>(transport, tcp_options));
+  } else if (options.config.cpu_operations != "mpi") {
     const shm::Geometry geometry{static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots};
     options.backends.push_back(std::make_shared<shm::ShmBackendProvider>(transport, geometry,
                                                                          options.config.cpu_operations == "shm"));

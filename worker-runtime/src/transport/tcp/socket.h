@@ -1,0 +1,80 @@
+// The POSIX socket seam of the TCP transport: an owning file descriptor, listen / connect with a
+// deadline, whole-buffer blocking I/O with a deadline (setup and the rendezvous store), and
+// nonblocking partial I/O (the data plane). Every failure is a Status naming the peer.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "korovod/status.h"
+
+namespace korovod::tcp {
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+// Deadline `seconds` from now; seconds <= 0 means none (a far future).
+Deadline deadline_after(double seconds);
+// Milliseconds left until `d` for poll(), at least 0, at most `cap_ms`.
+int poll_ms_left(Deadline d, int cap_ms);
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.release();
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+struct Endpoint {
+  std::string host;  // numeric IPv4 address
+  int port = 0;
+  std::string to_string() const;
+  static Result<Endpoint> parse(const std::string& host_port);  // "a.b.c.d:port"
+};
+
+struct SocketOptions {
+  int buffer_bytes = 4 << 20;  // SO_SNDBUF / SO_RCVBUF, set before connect/listen
+};
+
+// A listening socket on `host` (numeric IPv4, "0.0.0.0" for any) and `port` (0: ephemeral).
+Result<Fd> listen_on(const std::string& host, int port, const SocketOptions& opts, int backlog = 64);
+int local_port(const Fd& fd);
+// Connects, retrying refused connections until `deadline` (the peer may not listen yet).
+Result<Fd> connect_to(const Endpoint& to, const SocketOptions& opts, Deadline deadline);
+// Accepts one connection or fails at `deadline`.
+Result<Fd> accept_one(const Fd& listener, const SocketOptions& opts, Deadline deadline);
+
+// Blocking-style whole-buffer I/O on a socket (works on blocking and nonblocking fds), failing at
+// `deadline`; `peer` names the other side in errors.
+Status send_all(int fd, const void* data, size_t len, Deadline deadline, const std::string& peer);
+Status recv_all(int fd, void* data, size_t len, Deadline deadline, const std::string& peer);
+
+Status set_nonblocking(int fd);
+// Nonblocking partial I/O: bytes moved, 0 when the socket would block; the peer closing or
+// resetting the connection is an error naming `peer`.
+Result<int64_t> send_some(int fd, const std::byte* data, int64_t len, const std::string& peer);
+Result<int64_t> recv_some(int fd, std::byte* data, int64_t len, const std::string& peer);
+
+}  // namespace korovod::tcp

@@ -1,0 +1,74 @@
+// The rendezvous store: a small key/value server over TCP that rank 0 hosts when the runtime
+// starts without MPI (KOROVOD_RENDEZVOUS_ADDR / _PORT, docs/runtime-config.md), and its client.
+// Ranks publish their listen addresses and host identities in it and wait for each other's.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/thread_annotations.h"
+#include "transport/tcp/socket.h"
+#include "transport/tcp/store_protocol.h"
+
+namespace korovod::tcp {
+
+class StoreServer {
+ public:
+  // Listens on host:port (port 0: ephemeral, see port()) and serves on a thread of its own.
+  static Result<std::unique_ptr<StoreServer>> start(const std::string& host, int port);
+  ~StoreServer();  // stops the thread and closes every connection
+  StoreServer(const StoreServer&) = delete;
+  StoreServer& operator=(const StoreServer&) = delete;
+  int port() const { return port_; }
+
+ private:
+  struct Client {
+    Fd fd;
+    std::string in, out;
+    std::vector<std::string> waiting_for;  // keys of parked gets, answered in order
+  };
+  StoreServer(Fd listener, Fd wake_read, Fd wake_write);
+  void serve();
+  bool handle_input(Client& c);  // false: drop the client
+  void answer_parked();
+  StoreResponse apply(const StoreRequest& r);
+
+  // Constant after construction.
+  Fd listener_, wake_read_, wake_write_;
+  int port_ = 0;
+  // Owned by the serving thread.
+  std::map<std::string, std::string> data_;
+  std::vector<std::unique_ptr<Client>> clients_;
+  std::thread thread_;
+};
+
+class StoreClient {
+ public:
+  // Connects (retrying until `timeout_seconds`: rank 0 may not have started the server yet);
+  // set and add fail after the same time. `who` ("rank 3") and the address name this side in
+  // every error.
+  static Result<std::unique_ptr<StoreClient>> connect(const Endpoint& server, double timeout_seconds,
+                                                      std::string who);
+  Status set(const std::string& key, const std::string& value);
+  // Waits until `key` exists, at most `timeout_seconds`.
+  Result<std::string> get(const std::string& key, double timeout_seconds);
+  Result<int64_t> add(const std::string& key, int64_t delta);
+
+ private:
+  StoreClient(Fd fd, Endpoint server, std::string who, double timeout_seconds)
+      : fd_(std::move(fd)), server_(std::move(server)), who_(std::move(who)), timeout_seconds_(timeout_seconds) {}
+  Result<std::string> call(const StoreRequest& r, double timeout_seconds);
+
+  std::mutex mu_;  // one request in flight at a time
+  Fd fd_ KOROVOD_GUARDED_BY(mu_);
+  std::string buffer_ KOROVOD_GUARDED_BY(mu_);
+  Endpoint server_;
+  std::string who_;
+  double timeout_seconds_;
+};
+
+}  // namespace korovod::tcp

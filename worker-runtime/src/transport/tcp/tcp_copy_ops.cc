@@ -1,0 +1,73 @@
+// The TCP collectives that only move bytes: allgatherv, broadcast, alltoallv, barrier. Each is
+// one direct exchange (Mesh::exchange): every socket carries its share concurrently; a large
+// broadcast is a pipelined chain instead.
+#include <cstring>
+
+#include "transport/tcp/tcp_backend.h"
+
+namespace korovod::tcp {
+namespace {
+
+std::vector<int64_t> prefix(const std::vector<int64_t>& counts) {
+  std::vector<int64_t> out(counts.size(), 0);
+  for (size_t i = 1; i < counts.size(); ++i) out[i] = out[i - 1] + counts[i - 1];
+  return out;
+}
+
+void copy_bytes(std::byte* dst, const std::byte* src, int64_t n) {
+  if (n > 0 && dst != src) std::memcpy(dst, src, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+Status TcpBackend::allgatherv(const void* send, int64_t send_bytes, void* recv,
+                              const std::vector<int64_t>& recv_bytes) {
+  KOROVOD_RETURN_IF_ERROR(mesh_->failed());
+  const auto* s = static_cast<const std::byte*>(send);
+  auto* r = static_cast<std::byte*>(recv);
+  const std::vector<int64_t> displs = prefix(recv_bytes);
+  copy_bytes(r + displs[rank()], s, send_bytes);
+  for (int p = 0; p < size(); ++p) io_[p] = {s, send_bytes, 0, r + displs[p], recv_bytes[p], 0};
+  return mesh_->exchange(io_, "allgatherv");
+}
+
+Status TcpBackend::broadcast(void* buffer, int64_t bytes, int root) {
+  KOROVOD_RETURN_IF_ERROR(mesh_->failed());
+  auto* buf = static_cast<std::byte*>(buffer);
+  if (bytes >= kChainBroadcastBytes && size() > 2) {
+    // A chain around the ring from the root, each rank forwarding bytes as they arrive: the root
+    // sends the buffer once instead of size-1 times.
+    const int last = (root + size() - 1) % size();
+    std::vector<RingBlock> blocks;
+    if (rank() != root) blocks.push_back({nullptr, 0, buf, nullptr, bytes});
+    if (rank() != last) blocks.push_back({buf, bytes, nullptr, nullptr, 0});
+    return run_ring(blocks, DataType::kUInt8, ReduceOp::kSum, "broadcast");
+  }
+  for (int p = 0; p < size(); ++p) {
+    io_[p] = {};
+    if (rank() == root) io_[p].send = buf, io_[p].send_len = bytes;
+  }
+  if (rank() != root) io_[root].recv = buf, io_[root].recv_len = bytes;
+  return mesh_->exchange(io_, "broadcast");
+}
+
+Status TcpBackend::alltoallv(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
+                             const std::vector<int64_t>& recv_bytes) {
+  KOROVOD_RETURN_IF_ERROR(mesh_->failed());
+  const auto* s = static_cast<const std::byte*>(send);
+  auto* r = static_cast<std::byte*>(recv);
+  const std::vector<int64_t> sdispls = prefix(send_bytes), rdispls = prefix(recv_bytes);
+  copy_bytes(r + rdispls[rank()], s + sdispls[rank()], send_bytes[rank()]);
+  for (int p = 0; p < size(); ++p) io_[p] = {s + sdispls[p], send_bytes[p], 0, r + rdispls[p], recv_bytes[p], 0};
+  return mesh_->exchange(io_, "alltoallv");
+}
+
+Status TcpBackend::barrier() {
+  KOROVOD_RETURN_IF_ERROR(mesh_->failed());
+  // One byte to and from every peer: nobody leaves before everyone has arrived.
+  std::vector<std::byte> tokens(static_cast<size_t>(size()) + 1, std::byte{1});
+  for (int p = 0; p < size(); ++p) io_[p] = {&tokens[size()], 1, 0, &tokens[p], 1, 0};
+  return mesh_->exchange(io_, "barrier");
+}
+
+}  // namespace korovod::tcp

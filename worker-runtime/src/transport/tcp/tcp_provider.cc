@@ -1,0 +1,129 @@
+#include "transport/tcp/tcp_provider.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "transport/shm/shm_provider.h"
+#include "transport/tcp/address.h"
+#include "transport/tcp/hierarchical_backend.h"
+#include "transport/tcp/mesh_setup.h"
+#include "transport/tcp/tcp_backend.h"
+
+namespace korovod::tcp {
+namespace {
+
+std::string one_line(std::string s) {
+  for (char& c : s) {
+    if (c == '\n') c = ' ';
+  }
+  return s;
+}
+
+// Every member sends "ok <payload>" or "err <why>"; all get everyone's payload in rank order,
+// or the same error, so all ranks take the same branch.
+Result<std::vector<std::string>> agree(ControlChannel& ctl, const Status& mine, const std::string& payload,
+                                       const std::vector<int>& global_ranks) {
+  Result<std::vector<std::string>> gathered =
+      ctl.gather_to_root(mine.is_ok() ? "ok " + payload : "err " + one_line(mine.message()));
+  if (!gathered.is_ok()) return gathered.status();
+  std::string joined;
+  for (const std::string& s : *gathered) joined += s + "\n";
+  KOROVOD_RETURN_IF_ERROR(ctl.broadcast_from_root(joined));
+  std::vector<std::string> out;
+  std::istringstream in(joined);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("ok ", 0) != 0) {
+      return Status::unknown(fmt::format("TCP backend setup failed on rank {}: {}", global_ranks[out.size()],
+                                         line.substr(4)));
+    }
+    out.push_back(line.substr(3));
+  }
+  if (static_cast<int>(out.size()) != ctl.size()) return Status::unknown("TCP backend setup: bad exchange");
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+// Members of the set by host (hosts ordered by their lowest rank): `local` = the members on
+// this rank's host, `cross` = the member with this rank's local index on every host. None when
+// the set is on one host, has one rank per host, or hosts have different numbers of ranks.
+std::optional<HostGroups> host_groups(const std::vector<std::string>& hosts, const std::vector<int>& global_ranks,
+                                      int me) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<int>> members;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (members.count(hosts[i]) == 0) order.push_back(hosts[i]);
+    members[hosts[i]].push_back(global_ranks[i]);
+  }
+  const size_t local_size = members[hosts[me]].size();
+  for (const auto& [host, ranks] : members) {
+    if (ranks.size() != local_size) return std::nullopt;
+  }
+  if (order.size() < 2 || local_size < 2) return std::nullopt;
+  HostGroups g;
+  g.local = members[hosts[me]];
+  const size_t index = static_cast<size_t>(std::find(g.local.begin(), g.local.end(), global_ranks[me]) - g.local.begin());
+  for (const std::string& h : order) g.cross.push_back(members[h][index]);
+  return g;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> TcpBackendProvider::create_flat(ControlChannel& ctl, const std::vector<int>& global_ranks,
+                                                                 int set_id) {
+  Result<std::string> address = choose_listen_address(options_.iface);
+  Result<Fd> listener = address.is_ok() ? listen_on(*address, 0, SocketOptions{options_.socket_buffer_bytes},
+                                                    static_cast<int>(global_ranks.size()) + 8)
+                                        : Result<Fd>(address.status());
+  const std::string mine = listener.is_ok() ? fmt::format("{}:{}", *address, local_port(*listener)) : "";
+  Result<std::vector<std::string>> endpoints = agree(ctl, listener.status(), mine, global_ranks);
+  if (!endpoints.is_ok()) return endpoints.status();
+
+  Result<std::vector<Fd>> peers = connect_mesh(*listener, *endpoints, ctl.rank(), set_id,
+                                               SocketOptions{options_.socket_buffer_bytes}, options_.timeout_seconds,
+                                               global_ranks);
+  Result<std::vector<std::string>> done = agree(ctl, peers.status(), "connected", global_ranks);
+  if (!done.is_ok()) return done.status();
+  auto mesh = std::make_unique<Mesh>(ctl.rank(), std::move(peers).value(), global_ranks, options_.timeout_seconds);
+  return std::unique_ptr<Backend>(std::make_unique<TcpBackend>(std::move(mesh), options_.segment_bytes));
+}
+
+Result<std::unique_ptr<Backend>> TcpBackendProvider::create_hierarchical(const HostGroups& groups, int set_id,
+                                                                         std::unique_ptr<Backend> flat) {
+  shm::ShmBackendProvider shm_provider(transport_, options_.shm_geometry, /*forced=*/true);
+  Result<std::unique_ptr<Backend>> local = shm_provider.create_backend(groups.local, set_id);
+  if (!local.is_ok()) return local.status();
+  Result<std::unique_ptr<ControlChannel>> cross_ctl = transport_->create_control(groups.cross, set_id);
+  if (!cross_ctl.is_ok()) return cross_ctl.status();
+  Result<std::unique_ptr<Backend>> cross = create_flat(**cross_ctl, groups.cross, set_id);
+  if (!cross.is_ok()) return cross.status();
+  return std::unique_ptr<Backend>(std::make_unique<HierarchicalBackend>(std::move(flat), std::move(local).value(),
+                                                                        std::move(cross).value()));
+}
+
+Result<std::unique_ptr<Backend>> TcpBackendProvider::create_backend(const std::vector<int>& global_ranks, int set_id) {
+  Result<std::unique_ptr<ControlChannel>> control = transport_->create_control(global_ranks, set_id);
+  if (!control.is_ok()) return control.status();
+  ControlChannel& ctl = **control;
+  Result<std::unique_ptr<Backend>> flat = create_flat(ctl, global_ranks, set_id);
+  if (!flat.is_ok() || !options_.hierarchical_allreduce) return flat;
+
+  // Every member learns every member's host, so all take the same branch below.
+  const std::string host = options_.host_id.empty() ? shm::host_identity() : options_.host_id;
+  Result<std::vector<std::string>> hosts = agree(ctl, Status::ok(), one_line(host), global_ranks);
+  if (!hosts.is_ok()) return hosts.status();
+  const std::optional<HostGroups> groups = host_groups(*hosts, global_ranks, ctl.rank());
+  if (!groups) return flat;
+  Result<std::unique_ptr<Backend>> hier = create_hierarchical(*groups, set_id, std::move(flat).value());
+  Result<std::vector<std::string>> done = agree(ctl, hier.status(), "hierarchical", global_ranks);
+  if (!done.is_ok()) return done.status();
+  return hier;
+}
+
+}  // namespace korovod::tcp

@@ -1,0 +1,48 @@
+// Creates the TCP backend of a process set. Rendezvous goes through the control plane the
+// runtime already has (MPI's ControlChannel, or one over the rendezvous store): every member
+// listens on an ephemeral port, the members exchange "address:port", rank i connects to every
+// lower rank and accepts every higher one (each connection opens with a handshake naming the
+// set and the rank), and all agree on the outcome so no rank is left waiting.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "korovod/transport.h"
+#include "transport/shm/shm_group.h"
+
+namespace korovod::tcp {
+
+struct TcpOptions {
+  std::string iface;                   // "" = the hostname's address, else loopback
+  int64_t segment_bytes = 256 * 1024;  // pipeline granularity of the ring collectives
+  double timeout_seconds = 60.0;       // no progress for this long fails a collective; 0 = never
+  int socket_buffer_bytes = 4 << 20;   // SO_SNDBUF / SO_RCVBUF
+  // Sets that span hosts with several ranks each: shared memory within a host, TCP across
+  // (HierarchicalBackend). host_id "" = the real host identity.
+  bool hierarchical_allreduce = false;
+  std::string host_id;
+  shm::Geometry shm_geometry;
+};
+
+struct HostGroups {
+  std::vector<int> local, cross;  // global ranks
+};
+
+class TcpBackendProvider final : public BackendProvider {
+ public:
+  TcpBackendProvider(std::shared_ptr<TransportProvider> transport, TcpOptions options)
+      : transport_(std::move(transport)), options_(std::move(options)) {}
+  std::string name() const override { return "TCP"; }
+  Result<std::unique_ptr<Backend>> create_backend(const std::vector<int>& global_ranks, int set_id) override;
+
+ private:
+  Result<std::unique_ptr<Backend>> create_flat(ControlChannel& ctl, const std::vector<int>& global_ranks, int set_id);
+  Result<std::unique_ptr<Backend>> create_hierarchical(const HostGroups& groups, int set_id,
+                                                       std::unique_ptr<Backend> flat);
+
+  std::shared_ptr<TransportProvider> transport_;
+  TcpOptions options_;
+};
+
+}  // namespace korovod::tcp

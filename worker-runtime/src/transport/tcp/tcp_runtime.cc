@@ -1,0 +1,104 @@
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "korovod/tcp.h"
+#include "transport/shm/shm_provider.h"
+#include "transport/tcp/tcp_provider.h"
+#include "transport/tcp/tcp_transport.h"
+
+namespace korovod {
+namespace {
+
+const std::string* find_env(const EnvMap& env, std::initializer_list<const char*> names, std::string* which) {
+  for (const char* n : names) {
+    auto it = env.find(n);
+    if (it != env.end() && !it->second.empty()) {
+      *which = n;
+      return &it->second;
+    }
+  }
+  return nullptr;
+}
+
+template <typename T>
+Status read_required(const EnvMap& env, std::initializer_list<const char*> names, T& out, T min_value) {
+  std::string which;
+  const std::string* v = find_env(env, names, &which);
+  if (!v) return Status::invalid_argument(fmt::format("{} is not set (starting without MPI)", *names.begin()));
+  auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (ec != std::errc() || end != v->data() + v->size() || out < min_value) {
+    return Status::invalid_argument(fmt::format("{}={:?}: expected a number >= {}", which, *v, min_value));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+bool tcp_rendezvous_configured(const EnvMap& env) {
+  std::string which;
+  return find_env(env, {"KOROVOD_RENDEZVOUS_ADDR", "HOROVOD_GLOO_RENDEZVOUS_ADDR"}, &which) != nullptr;
+}
+
+Result<TcpWorldConfig> parse_tcp_world(const EnvMap& env) {
+  TcpWorldConfig w;
+  std::string which;
+  const std::string* addr = find_env(env, {"KOROVOD_RENDEZVOUS_ADDR", "HOROVOD_GLOO_RENDEZVOUS_ADDR"}, &which);
+  if (!addr) return Status::invalid_argument("KOROVOD_RENDEZVOUS_ADDR is not set (starting without MPI)");
+  w.rendezvous_addr = *addr;
+  KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_RENDEZVOUS_PORT", "HOROVOD_GLOO_RENDEZVOUS_PORT"},
+                                        w.rendezvous_port, 1));
+  KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_SIZE", "HOROVOD_SIZE"}, w.size, 1));
+  KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_RANK", "HOROVOD_RANK"}, w.rank, 0));
+  if (w.rank >= w.size || w.rendezvous_port > 65535) {
+    return Status::invalid_argument(fmt::format("rank {} of {} at port {}: out of range", w.rank, w.size,
+                                                w.rendezvous_port));
+  }
+  if (const std::string* h = find_env(env, {"KOROVOD_HOST_ID"}, &which)) w.host_id = *h;
+  if (find_env(env, {"KOROVOD_START_TIMEOUT", "HOROVOD_START_TIMEOUT"}, &which)) {
+    KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_START_TIMEOUT", "HOROVOD_START_TIMEOUT"},
+                                          w.start_timeout_seconds, 0.001));
+  }
+  return w;
+}
+
+Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& world,
+                                           std::vector<std::vector<int>> process_sets) {
+  if (config.cpu_operations == "mpi") {
+    return Status::invalid_argument("KOROVOD_CPU_OPERATIONS=mpi, but the runtime was started without MPI");
+  }
+  Result<std::shared_ptr<tcp::TcpTransportProvider>> transport = tcp::TcpTransportProvider::create(world, config.tcp_iface);
+  if (!transport.is_ok()) return transport.status();
+  RuntimeOptions options;
+  options.config = std::move(config);
+  options.transport = *transport;
+  // Shared memory for sets on one host (unless TCP is forced), TCP for the rest.
+  if (options.config.cpu_operations != "tcp") {
+    const shm::Geometry geometry{static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots};
+    options.backends.push_back(std::make_shared<shm::ShmBackendProvider>(*transport, geometry,
+                                                                         options.config.cpu_operations == "shm"));
+  }
+  tcp::TcpOptions tcp_options;
+  tcp_options.iface = options.config.tcp_iface;
+  tcp_options.segment_bytes = options.config.tcp_segment_bytes;
+  tcp_options.timeout_seconds = options.config.collective_timeout_seconds;
+  tcp_options.hierarchical_allreduce = options.config.hierarchical_allreduce;
+  tcp_options.host_id = world.host_id;
+  tcp_options.shm_geometry = {static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots};
+  options.backends.push_back(std::make_shared<tcp::TcpBackendProvider>(*transport, tcp_options));
+  options.process_sets = std::move(process_sets);
+  return options;
+}
+
+Result<std::unique_ptr<Runtime>> init_tcp_runtime(std::vector<std::vector<int>> process_sets) {
+  const EnvMap env = process_environment();
+  Result<Config> config = parse_config(env);
+  if (!config.is_ok()) return config.status();
+  Result<TcpWorldConfig> world = parse_tcp_world(env);
+  if (!world.is_ok()) return world.status();
+  Result<RuntimeOptions> options = tcp_runtime_options(std::move(config).value(), *world, std::move(process_sets));
+  if (!options.is_ok()) return options.status();
+  return Runtime::create(std::move(options).value());
+}
+
+}  // namespace korovod

@@ -1,0 +1,103 @@
+#include "transport/tcp/tcp_transport.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "transport/shm/shm_provider.h"
+#include "transport/tcp/address.h"
+#include "transport/tcp/mesh_setup.h"
+#include "transport/tcp/tcp_control.h"
+
+namespace korovod::tcp {
+
+Result<std::shared_ptr<TcpTransportProvider>> TcpTransportProvider::create(const TcpWorldConfig& world,
+                                                                           const std::string& iface) {
+  std::shared_ptr<TcpTransportProvider> t(new TcpTransportProvider());
+  t->iface_ = iface;
+  t->timeout_seconds_ = world.start_timeout_seconds;
+  t->info_.rank = world.rank;
+  t->info_.size = world.size;
+  const std::string who = fmt::format("rank {}", world.rank);
+  if (world.rank == 0) {
+    Result<std::unique_ptr<StoreServer>> server = StoreServer::start("0.0.0.0", world.rendezvous_port);
+    if (!server.is_ok()) return server.status();
+    t->server_ = std::move(server).value();
+  }
+  Result<std::string> addr = resolve_ipv4(world.rendezvous_addr);
+  if (!addr.is_ok()) return Status::invalid_argument(fmt::format("{}: rendezvous address: {}", who, addr.status().message()));
+  Result<std::unique_ptr<StoreClient>> client =
+      StoreClient::connect({*addr, world.rendezvous_port}, world.start_timeout_seconds, who);
+  if (!client.is_ok()) return client.status();
+  t->store_ = std::move(client).value();
+  KOROVOD_RETURN_IF_ERROR(t->learn_topology(world.host_id.empty() ? shm::host_identity() : world.host_id));
+  return t;
+}
+
+// Ranks with the same host identity form a host: local rank = position among them; hosts are
+// ordered by their lowest rank, and cross rank = this host's position among the hosts that have
+// a rank with this local rank.
+Status TcpTransportProvider::learn_topology(const std::string& host_id) {
+  KOROVOD_RETURN_IF_ERROR(store_->set(fmt::format("host/{}", info_.rank), host_id));
+  std::vector<std::string> hosts(static_cast<size_t>(info_.size));
+  for (int r = 0; r < info_.size; ++r) {
+    Result<std::string> h = store_->get(fmt::format("host/{}", r), timeout_seconds_);
+    if (!h.is_ok()) return Status::aborted(fmt::format("rank {} did not arrive at the rendezvous store: {}", r, h.status().message()));
+    hosts[r] = *h;
+  }
+  std::vector<std::string> order;          // distinct hosts by lowest rank
+  std::map<std::string, int> local_count;  // ranks per host so far
+  std::vector<int> local_rank(hosts.size());
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    if (local_count.count(hosts[r]) == 0) order.push_back(hosts[r]);
+    local_rank[r] = local_count[hosts[r]]++;
+  }
+  const std::string& mine = hosts[info_.rank];
+  info_.local_rank = local_rank[info_.rank];
+  info_.local_size = local_count[mine];
+  info_.cross_rank = 0;
+  info_.cross_size = 0;
+  for (const std::string& h : order) {
+    if (local_count[h] > info_.local_rank) {
+      if (h == mine) info_.cross_rank = info_.cross_size;
+      ++info_.cross_size;
+    }
+  }
+  info_.homogeneous = true;
+  for (const auto& [h, n] : local_count) info_.homogeneous = info_.homogeneous && n == info_.local_size;
+  return Status::ok();
+}
+
+Result<std::unique_ptr<ControlChannel>> TcpTransportProvider::create_control(const std::vector<int>& global_ranks,
+                                                                             int set_id) {
+  int me = -1;
+  for (size_t i = 0; i < global_ranks.size(); ++i) {
+    if (global_ranks[i] == info_.rank) me = static_cast<int>(i);
+  }
+  if (me < 0) return Status::invalid_argument(fmt::format("rank {} is not in process set {}", info_.rank, set_id));
+  // Every member creates the channels of a set in the same order: the count names this one.
+  const std::string prefix = fmt::format("ctl/{}/{}", set_id, created_[set_id]++);
+  Result<std::string> address = choose_listen_address(iface_);
+  if (!address.is_ok()) return address.status();
+  Result<Fd> listener = listen_on(*address, 0, SocketOptions{}, static_cast<int>(global_ranks.size()) + 8);
+  if (!listener.is_ok()) return listener.status();
+  KOROVOD_RETURN_IF_ERROR(
+      store_->set(fmt::format("{}/{}", prefix, info_.rank), fmt::format("{}:{}", *address, local_port(*listener))));
+  std::vector<std::string> endpoints;
+  for (int r : global_ranks) {
+    Result<std::string> e = store_->get(fmt::format("{}/{}", prefix, r), timeout_seconds_);
+    if (!e.is_ok()) return e.status();
+    endpoints.push_back(*e);
+  }
+  Result<std::vector<Fd>> peers =
+      connect_mesh(*listener, endpoints, me, set_id, SocketOptions{}, timeout_seconds_, global_ranks);
+  if (!peers.is_ok()) return peers.status();
+  // No timeout on the control plane (as with MPI): ranks may idle between steps for any time; a
+  // rank that dies closes its sockets and fails the others at once.
+  auto mesh = std::make_unique<Mesh>(me, std::move(peers).value(), global_ranks, 0.0, "TCP control plane");
+  return std::unique_ptr<ControlChannel>(std::make_unique<MeshControl>(std::move(mesh)));
+}
+
+void TcpTransportProvider::abort_job(int exit_code) { std::_Exit(exit_code); }
+
+}  // namespace korovod::tcp

@@ -1,0 +1,222 @@
+// The TCP transport's pieces without MPI: the rendezvous store's framing, the store server and
+// client (set, get that waits, add, errors that name the rank and the key), and the Mesh's
+// failure detection (a peer that closes, a peer that stalls); the interface / config choices.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <thread>
+
+#include "korovod/config.h"
+#include "transport/tcp/address.h"
+#include "transport/tcp/mesh.h"
+#include "transport/tcp/store.h"
+
+namespace korovod::tcp {
+namespace {
+
+TEST(StoreProtocol, RequestRoundTripsAndWaitsForWholeFrames) {
+  const std::string frame = encode_request({StoreOp::kSet, "addr/3", std::string("10.0.0.1:5\0x", 12)});
+  std::string buffer = frame.substr(0, frame.size() - 1);
+  Result<std::optional<StoreRequest>> partial = take_request(buffer);
+  ASSERT_TRUE(partial.is_ok());
+  EXPECT_FALSE(partial->has_value());
+  buffer = frame + encode_request({StoreOp::kGet, "k", ""});
+  Result<std::optional<StoreRequest>> first = take_request(buffer);
+  ASSERT_TRUE(first.is_ok() && first->has_value());
+  EXPECT_EQ((*first)->op, StoreOp::kSet);
+  EXPECT_EQ((*first)->key, "addr/3");
+  EXPECT_EQ((*first)->value, std::string("10.0.0.1:5\0x", 12));
+  Result<std::optional<StoreRequest>> second = take_request(buffer);
+  ASSERT_TRUE(second.is_ok() && second->has_value());
+  EXPECT_EQ((*second)->op, StoreOp::kGet);
+  EXPECT_TRUE(buffer.empty());
+}
+
+TEST(StoreProtocol, RejectsUnknownOpsAndOversizedKeys) {
+  std::string bad_op = encode_request({StoreOp::kGet, "k", ""});
+  bad_op[0] = 9;
+  EXPECT_FALSE(take_request(bad_op).is_ok());
+  std::string big_key = encode_request({StoreOp::kGet, std::string(kMaxStoreKeyBytes + 1, 'k'), ""});
+  EXPECT_FALSE(take_request(big_key).is_ok());
+  std::string response = encode_response({false, "why"});
+  Result<std::optional<StoreResponse>> r = take_response(response);
+  ASSERT_TRUE(r.is_ok() && r->has_value());
+  EXPECT_FALSE((*r)->ok);
+  EXPECT_EQ((*r)->value, "why");
+}
+
+struct StoreFixture : ::testing::Test {
+  void SetUp() override {
+    Result<std::unique_ptr<StoreServer>> s = StoreServer::start("127.0.0.1", 0);
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    server = std::move(s).value();
+    at = Endpoint{"127.0.0.1", server->port()};
+  }
+  std::unique_ptr<StoreClient> client(const std::string& who) {
+    Result<std::unique_ptr<StoreClient>> c = StoreClient::connect(at, 5.0, who);
+    EXPECT_TRUE(c.is_ok()) << c.status().to_string();
+    return c.is_ok() ? std::move(c).value() : nullptr;
+  }
+  std::unique_ptr<StoreServer> server;
+  Endpoint at;
+};
+
+TEST_F(StoreFixture, GetWaitsForALaterSetFromAnotherRank) {
+  auto rank0 = client("rank 0"), rank1 = client("rank 1");
+  ASSERT_TRUE(rank0 && rank1);
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_TRUE(rank1->set("addr/1", "10.0.0.2:7").is_ok());
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::string> got = rank0->get("addr/1", 5.0);
+  late.join();
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  EXPECT_EQ(*got, "10.0.0.2:7");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(90));
+}
+
+TEST_F(StoreFixture, AddCountsAcrossClients) {
+  auto a = client("rank 0"), b = client("rank 1");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(*a->add("arrived", 1), 1);
+  EXPECT_EQ(*b->add("arrived", 2), 3);
+  EXPECT_EQ(*a->get("arrived", 1.0), "3");
+  ASSERT_TRUE(a->set("text", "x").is_ok());
+  Result<int64_t> not_number = b->add("text", 1);
+  ASSERT_FALSE(not_number.is_ok());
+  EXPECT_NE(not_number.status().message().find("not an integer"), std::string::npos);
+}
+
+TEST_F(StoreFixture, GetTimesOutNamingRankAndKey) {
+  auto c = client("rank 3");
+  ASSERT_TRUE(c);
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::string> got = c->get("addr/7", 0.3);
+  ASSERT_FALSE(got.is_ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  const std::string& m = got.status().message();
+  EXPECT_NE(m.find("rank 3"), std::string::npos) << m;
+  EXPECT_NE(m.find("addr/7"), std::string::npos) << m;
+  EXPECT_EQ(got.status().code(), StatusCode::kAborted) << m;
+}
+
+TEST(StoreClientTest, UnreachableServerFailsInTimeNamingTheRank) {
+  Result<Fd> l = listen_on("127.0.0.1", 0, SocketOptions{}, 1);
+  ASSERT_TRUE(l.is_ok());
+  const int port = local_port(*l);
+  l = Status::aborted("closed");  // nobody listens there now
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::unique_ptr<StoreClient>> c = StoreClient::connect({"127.0.0.1", port}, 0.3, "rank 2");
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  EXPECT_NE(c.status().message().find("rank 2"), std::string::npos) << c.status().message();
+}
+
+// Two meshes of a two-rank set over a socketpair.
+std::pair<std::unique_ptr<Mesh>, std::unique_ptr<Mesh>> mesh_pair(double timeout_seconds) {
+  int sv[2];
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  EXPECT_TRUE(set_nonblocking(sv[0]).is_ok() && set_nonblocking(sv[1]).is_ok());
+  std::vector<Fd> a(2), b(2);
+  a[1] = Fd(sv[0]);
+  b[0] = Fd(sv[1]);
+  return {std::make_unique<Mesh>(0, std::move(a), std::vector<int>{4, 9}, timeout_seconds),
+          std::make_unique<Mesh>(1, std::move(b), std::vector<int>{4, 9}, timeout_seconds)};
+}
+
+TEST(MeshTest, ExchangeMovesBothDirections) {
+  auto [a, b] = mesh_pair(5.0);
+  std::vector<std::byte> from_a(300000, std::byte{1}), from_b(200000, std::byte{2});
+  std::vector<std::byte> at_a(from_b.size()), at_b(from_a.size());
+  std::vector<PeerIo> io_a(2), io_b(2);
+  io_a[1] = {from_a.data(), static_cast<int64_t>(from_a.size()), 0, at_a.data(), static_cast<int64_t>(at_a.size()), 0};
+  io_b[0] = {from_b.data(), static_cast<int64_t>(from_b.size()), 0, at_b.data(), static_cast<int64_t>(at_b.size()), 0};
+  Status sb;
+  std::thread tb([&, &b = b] { sb = b->exchange(io_b, "test"); });
+  Status sa = a->exchange(io_a, "test");
+  tb.join();
+  ASSERT_TRUE(sa.is_ok() && sb.is_ok()) << sa.to_string() << sb.to_string();
+  EXPECT_EQ(at_a, from_b);
+  EXPECT_EQ(at_b, from_a);
+}
+
+TEST(MeshTest, PeerThatGoesAwayIsNamedAtOnce) {
+  auto [a, b] = mesh_pair(30.0);
+  std::vector<std::byte> buf(16);
+  std::vector<PeerIo> io(2);
+  io[1] = {nullptr, 0, 0, buf.data(), 16, 0};
+  std::thread gone([&b = b] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    b.reset();  // closes without a failure notice, as a killed process does
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Status s = a->exchange(io, "allreduce");
+  gone.join();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_NE(s.message().find("rank 9 closed the connection"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("(killed or exited): rank 9"), std::string::npos) << s.message();
+  EXPECT_FALSE(a->failed().is_ok());  // and every later call fails the same way
+}
+
+TEST(MeshTest, StalledPeerTimesOutNamingIt) {
+  auto [a, b] = mesh_pair(0.3);
+  std::vector<std::byte> buf(16);
+  std::vector<PeerIo> io(2);
+  io[1] = {nullptr, 0, 0, buf.data(), 16, 0};
+  const auto start = std::chrono::steady_clock::now();
+  Status s = a->exchange(io, "broadcast");
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_GE(took, std::chrono::milliseconds(290));
+  EXPECT_LT(took, std::chrono::seconds(3));
+  EXPECT_NE(s.message().find("broadcast: no progress for 0.3 s waiting for rank 9"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace korovod::tcp
+
+namespace korovod {
+namespace {
+
+TEST(TcpConfig, InterfaceComesFromKorovodThenGlooThenNcclNames) {
+  Result<Config> c = parse_config({{"NCCL_SOCKET_IFNAME", "eth1,eth2"}, {"HOROVOD_CPU_OPERATIONS", "TCP"}});
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->tcp_iface, "eth1");
+  EXPECT_EQ(c->cpu_operations, "tcp");
+  c = parse_config({{"NCCL_SOCKET_IFNAME", "eth1"}, {"HOROVOD_GLOO_IFACE", "ens5"}});
+  EXPECT_EQ(c->tcp_iface, "ens5");
+  c = parse_config({{"KOROVOD_IFACE", "lo"}, {"HOROVOD_GLOO_IFACE", "ens5"}});
+  EXPECT_EQ(c->tcp_iface, "lo");
+  c = parse_config({{"NCCL_SOCKET_IFNAME", "^docker,lo"}});  // an exclusion names no interface
+  EXPECT_EQ(c->tcp_iface, "");
+  c = parse_config({{"KOROVOD_TCP_SEGMENT_BYTES", "4096"}, {"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"},
+                    {"KOROVOD_HOST_ID", "host-b"}});
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_EQ(c->tcp_segment_bytes, 4096);
+  EXPECT_TRUE(c->hierarchical_allreduce);
+  EXPECT_EQ(c->host_id, "host-b");
+  EXPECT_FALSE(parse_config({{"KOROVOD_TCP_SEGMENT_BYTES", "8"}}).is_ok());
+  EXPECT_FALSE(parse_config({{"KOROVOD_CPU_OPERATIONS", "gloo"}}).is_ok());
+}
+
+TEST(TcpAddress, InterfaceNameGivesItsAddressAndUnknownOnesAreNamed) {
+  Result<std::string> lo = tcp::choose_listen_address("lo");
+  ASSERT_TRUE(lo.is_ok()) << lo.status().to_string();
+  EXPECT_EQ(*lo, "127.0.0.1");
+  Result<std::string> none = tcp::choose_listen_address("no-such-if0");
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_NE(none.status().message().find("no-such-if0"), std::string::npos);
+  EXPECT_NE(none.status().message().find("lo"), std::string::npos);  // lists the ones there are
+  Result<std::string> fallback = tcp::choose_listen_address("");
+  ASSERT_TRUE(fallback.is_ok());
+  EXPECT_TRUE(tcp::listen_on(*fallback, 0, tcp::SocketOptions{}).is_ok());  // a local address
+  EXPECT_EQ(*tcp::resolve_ipv4("127.0.0.1"), "127.0.0.1");
+}
+
+}  // namespace
+}  // namespace korovod
