@@ -1,8 +1,8 @@
 // Extension seams. A TransportProvider gives the engine its control plane (negotiation);
 // BackendProviders give it data planes (the collectives on tensor memory). The engine knows
 // only these interfaces: MPI lives in src/transport/mpi/, shared memory in shm/, NCCL (GPU
-// tensors) in nccl/, the in-memory fake used by unit tests in src/transport/fake/; the later tcp/
-// slots in as a further BackendProvider ("first enabled backend wins", as Horovod's op manager).
+// tensors) in nccl/, TCP (data plane, and control plane without MPI) in tcp/, the in-memory fake
+// used by unit tests in fake/; the first enabled backend wins, as in Horovod's op manager.
 #pragma once
 
 #include <cstdint>

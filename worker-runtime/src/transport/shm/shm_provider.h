@@ -1,5 +1,5 @@
 // Creates the shared-memory backend of a process set. Rendezvous goes through the control
-// plane the runtime already has (MPI today, the TCP store later): the members compare host
+// plane the runtime already has (MPI, or the TCP transport without MPI): the members compare host
 // identities, each creates and pre-faults its segment, they exchange names, map each other's,
 // and unlink the names as soon as everyone has mapped them.
 #pragma once
