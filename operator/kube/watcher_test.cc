@@ -107,9 +107,10 @@ TEST_F(WatcherTest, RelistsAtOnceWhenWatchRequestFailsWithGone) {
   EXPECT_EQ(client.request_count(Verb::List), 2);
 }
 
-// client-go's reflector: first list from the watch cache (resourceVersion=0, later pages by
-// continue token only), a relist after 410 Gone as a consistent read ("").
+// Opt-in, as client-go's reflector did: first list from the watch cache (resourceVersion=0,
+// later pages by continue token only), a relist after 410 Gone as a consistent read ("").
 TEST_F(WatcherTest, FirstListFromWatchCacheRelistAfterGoneConsistent) {
+  opts.first_list_from_watch_cache = true;
   for (int i = 0; i < 3; ++i) client.create(kPods, "ns", named("p" + std::to_string(i)));
   std::vector<Request> lists;
   std::mutex mu;
@@ -132,7 +133,7 @@ TEST_F(WatcherTest, FirstListFromWatchCacheRelistAfterGoneConsistent) {
   EXPECT_EQ(lists[2].continue_token, "");
 }
 
-TEST_F(WatcherTest, EveryListConsistentWhenAskedTo) {
+TEST_F(WatcherTest, EveryListConsistentByDefault) {
   client.create(kPods, "ns", named("p"));
   std::vector<std::string> rvs;
   std::mutex mu;
@@ -140,7 +141,6 @@ TEST_F(WatcherTest, EveryListConsistentWhenAskedTo) {
     std::lock_guard lock(mu);
     if (r.verb == Verb::List) rvs.push_back(r.resource_version);
   });
-  opts.first_list_from_watch_cache = false;
   Watcher w(client, kPods, opts, clock);
   EXPECT_EQ(expect_event(w).type, E::Restarted);
   std::lock_guard lock(mu);
