@@ -1,22 +1,17 @@
 // rt_shm_test: the shared-memory backend on its own, under `mpirun -np N` (2, 3, 4
-// oversubscribed), against the MPI backend as the reference in the same run. Every collective x
-// dtype x size (0, 1, odd, several chunks, larger than the whole ring) with a deliberately small
-// ring (4 KiB slots x 4) so every pipeline path runs, then the default geometry once; results
-// must be bitwise equal to MPI's (inputs are small integers, exact in every dtype) and bitwise
-// identical on all ranks.
+// oversubscribed), against the MPI backend as the reference in the same run
+// (backend_conformance.h). Every collective x dtype x size (0, 1, odd, several chunks, larger
+// than the whole ring) with a deliberately small ring (4 KiB slots x 4) so every pipeline path
+// runs, then the default geometry once; results must be bitwise equal to MPI's (inputs are small
+// integers, exact in every dtype) and bitwise identical on all ranks.
 //   --crash   the last rank is SIGKILLed by a timer thread while everyone loops over large
 //             allreduces; each survivor must get an error within kCrashBoundSeconds and prints
 //             SHM-CRASH-OK.
 #include <mpi.h>
-#include <signal.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstring>
-#include <thread>
 
-#include "../dtype_values.h"
-#include "mpi_check.h"
+#include "backend_conformance.h"
 #include "transport/mpi/mpi_providers.h"
 #include "transport/shm/shm_provider.h"
 
@@ -25,144 +20,30 @@ namespace {
 
 constexpr double kCrashBoundSeconds = 2.0;  // documented in docs/runtime-config.md
 
-const DataType kTypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kUInt16, DataType::kInt16,
-                           DataType::kInt32, DataType::kInt64, DataType::kFloat16, DataType::kFloat32,
-                           DataType::kFloat64, DataType::kBool, DataType::kBFloat16};
-const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
-
-using Bytes = std::vector<std::byte>;
-
-struct Backends {
-  std::unique_ptr<Backend> shm, mpi;
-};
-
-Backends make_backends(const std::shared_ptr<mpi::MpiContext>& ctx, shm::Geometry geometry, int set_id, int size) {
-  std::vector<int> ranks(size);
-  for (int i = 0; i < size; ++i) ranks[i] = i;
-  auto transport = std::make_shared<mpi::MpiTransportProvider>(ctx);
-  shm::ShmBackendProvider shm_provider(transport, geometry, true);
-  mpi::MpiBackendProvider mpi_provider(ctx);
-  Backends b;
-  auto s = shm_provider.create_backend(ranks, set_id);
-  auto m = mpi_provider.create_backend(ranks, set_id);
-  if (s.is_ok()) b.shm = std::move(s).value();
-  if (m.is_ok()) b.mpi = std::move(m).value();
-  return b;
+BackendPair make_shm_backends(const std::shared_ptr<mpi::MpiContext>& ctx, shm::Geometry geometry, int set_id,
+                              int size) {
+  shm::ShmBackendProvider provider(std::make_shared<mpi::MpiTransportProvider>(ctx), geometry, true);
+  return make_backends(provider, ctx, set_id, size);
 }
 
-Bytes input(DataType t, ReduceOp op, int rank, int64_t n, int salt = 0) {
-  Bytes b(static_cast<size_t>(std::max<int64_t>(1, n * element_size(t))));
-  for (int64_t i = 0; i < n; ++i) {
-    double v = t == DataType::kBool ? (rank + i + salt) % 2
-               : op == ReduceOp::kProduct ? 1 + (rank + i) % 2
-                                          : rank + 1 + (i + salt) % 3;
-    testing::store(t, b.data(), i, v);
-  }
-  return b;
+// 0, 1, odd, several slots, more than the whole ring (in elements of t).
+SizesFor sizes_for(const shm::Geometry& g) {
+  return [g](DataType t) {
+    const int64_t elem = element_size(t);
+    const int64_t slot = static_cast<int64_t>(g.slot_bytes) / elem;
+    return std::vector<int64_t>{0, 1, 7, 1027, slot * 7 / 2 + 3, slot * g.slots * 5 / 2 + 5};
+  };
 }
 
-// Bitwise identical on every rank: compare each rank's bytes with rank 0's.
-bool same_everywhere(const Bytes& b) {
-  int len = static_cast<int>(b.size());
-  Bytes root = b;
-  MPI_Bcast(root.data(), len, MPI_BYTE, 0, MPI_COMM_WORLD);
-  int mine = root == b, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  return all != 0;
-}
-
-std::vector<int64_t> sizes_for(DataType t, const shm::Geometry& g) {
-  const int64_t elem = element_size(t);
-  const int64_t slot = static_cast<int64_t>(g.slot_bytes) / elem;
-  return {0, 1, 7, 1027, slot * 7 / 2 + 3, slot * g.slots * 5 / 2 + 5};
-}
-
-void check_reductions(Backends& b, Checker& c, const shm::Geometry& g, int rank, int size) {
-  for (DataType t : kTypes) {
-    for (ReduceOp op : kOps) {
-      for (int64_t n : sizes_for(t, g)) {
-        Bytes in = input(t, op, rank, n), want(in.size()), got(in.size()), inplace = in;
-        Status sm = b.mpi->allreduce(in.data(), want.data(), n, t, op);
-        Status ss = b.shm->allreduce(in.data(), got.data(), n, t, op);
-        Status si = b.shm->allreduce(inplace.data(), inplace.data(), n, t, op);
-        MPI_CHECK(c, sm.is_ok() && ss.is_ok() && si.is_ok(), "allreduce {} {} n={}: {} {}", dtype_name(t),
-                  reduce_op_name(op), n, ss.to_string(), si.to_string());
-        MPI_CHECK(c, got == want && inplace == want, "allreduce {} {} n={}: differs from MPI", dtype_name(t),
-                  reduce_op_name(op), n);
-        MPI_CHECK(c, same_everywhere(got), "allreduce {} {} n={}: ranks differ", dtype_name(t), reduce_op_name(op), n);
-        // reducescatter with uneven counts, the last rank possibly getting nothing.
-        std::vector<int64_t> counts(size);
-        int64_t given = 0;
-        for (int r = 0; r < size; ++r) given += counts[r] = r == size - 1 ? n - given : n / size + (r == 0);
-        if (counts[size - 1] < 0) continue;
-        Bytes rs_want(static_cast<size_t>(std::max<int64_t>(1, counts[rank] * element_size(t)))), rs_got = rs_want;
-        Status rm = b.mpi->reducescatter(in.data(), rs_want.data(), counts, t, op);
-        Status rsh = b.shm->reducescatter(in.data(), rs_got.data(), counts, t, op);
-        MPI_CHECK(c, rm.is_ok() && rsh.is_ok() && rs_got == rs_want, "reducescatter {} {} n={}: {}", dtype_name(t),
-                  reduce_op_name(op), n, rsh.to_string());
-      }
-    }
-  }
-}
-
-void check_copies(Backends& b, Checker& c, const shm::Geometry& g, int rank, int size) {
+std::vector<int64_t> copy_sizes(const shm::Geometry& g) {
   const int64_t ring = static_cast<int64_t>(g.slot_bytes) * g.slots;
-  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{4099}, ring * 5 / 2 + 13}) {
-    // allgatherv: rank r contributes n + r * 3 bytes (rank 0 none when n == 0).
-    std::vector<int64_t> recv_bytes(size);
-    for (int r = 0; r < size; ++r) recv_bytes[r] = n == 0 ? (r % 2) * 5 : n + r * 3;
-    int64_t total = 0;
-    for (int64_t x : recv_bytes) total += x;
-    Bytes mine = input(DataType::kUInt8, ReduceOp::kSum, rank, recv_bytes[rank], 1);
-    Bytes want(static_cast<size_t>(total + 1)), got = want;
-    Status sm = b.mpi->allgatherv(mine.data(), recv_bytes[rank], want.data(), recv_bytes);
-    Status ss = b.shm->allgatherv(mine.data(), recv_bytes[rank], got.data(), recv_bytes);
-    MPI_CHECK(c, sm.is_ok() && ss.is_ok() && got == want, "allgatherv n={}: {}", n, ss.to_string());
-    // broadcast from every root.
-    for (int root = 0; root < size; ++root) {
-      Bytes buf = input(DataType::kUInt8, ReduceOp::kSum, rank, n, root), ref = input(DataType::kUInt8, ReduceOp::kSum, root, n, root);
-      Status sb = b.shm->broadcast(buf.data(), n, root);
-      MPI_CHECK(c, sb.is_ok() && buf == ref, "broadcast n={} root={}: {}", n, root, sb.to_string());
-    }
-    // alltoallv: rank r sends (n + r + 2 * j) bytes to rank j (and none to itself when n == 0).
-    std::vector<int64_t> sbytes(size), rbytes(size);
-    for (int j = 0; j < size; ++j) {
-      sbytes[j] = n == 0 && j == rank ? 0 : n + rank + 2 * j;
-      rbytes[j] = n == 0 && j == rank ? 0 : n + j + 2 * rank;
-    }
-    int64_t stotal = 0, rtotal = 0;
-    for (int j = 0; j < size; ++j) stotal += sbytes[j], rtotal += rbytes[j];
-    Bytes send = input(DataType::kUInt8, ReduceOp::kSum, rank, stotal, 2);
-    Bytes awant(static_cast<size_t>(rtotal + 1)), agot = awant;
-    Status am = b.mpi->alltoallv(send.data(), sbytes, awant.data(), rbytes);
-    Status as = b.shm->alltoallv(send.data(), sbytes, agot.data(), rbytes);
-    MPI_CHECK(c, am.is_ok() && as.is_ok() && agot == awant, "alltoallv n={}: {}", n, as.to_string());
-    MPI_CHECK(c, b.shm->barrier().is_ok(), "barrier");
-  }
+  return {0, 1, 4099, ring * 5 / 2 + 13};
 }
 
 int run_crash(const std::shared_ptr<mpi::MpiContext>& ctx, int rank, int size) {
-  Backends b = make_backends(ctx, shm::Geometry{}, 0, size);
-  if (!b.shm) return 1;
-  std::vector<float> x(4 << 20, 1.f);
-  if (rank == size - 1) {
-    std::thread([] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      raise(SIGKILL);
-    }).detach();
-  }
-  for (int i = 0;; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    Status s = b.shm->allreduce(x.data(), x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kMax);
-    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!s.is_ok()) {
-      const bool ok = took < kCrashBoundSeconds;
-      fmt::print("[rank {}] {} after {} allreduces, the failing one took {:.3f} s: {}\n", rank,
-                 ok ? "SHM-CRASH-OK" : "SHM-CRASH-SLOW", i, took, s.to_string());
-      std::fflush(stdout);
-      _exit(ok ? 0 : 1);  // MPI cannot be finalized with a dead peer
-    }
-  }
+  BackendPair b = make_shm_backends(ctx, shm::Geometry{}, 0, size);
+  if (!b.under_test) return 1;
+  run_crash_loop(*b.under_test, rank, size - 1, CrashExpectation{kCrashBoundSeconds, {}, {}});
 }
 
 }  // namespace
@@ -171,34 +52,24 @@ int run_crash(const std::shared_ptr<mpi::MpiContext>& ctx, int rank, int size) {
 int main(int argc, char** argv) {
   using namespace korovod;
   using namespace korovod::mpitest;
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  Result<std::shared_ptr<mpi::MpiContext>> ctx = mpi::MpiContext::create(nullptr, false);
-  if (!ctx.is_ok()) return 2;
-  if (argc > 1 && std::strcmp(argv[1], "--crash") == 0) return run_crash(*ctx, rank, size);
+  MpiSession mpi(argc, argv);
+  const int rank = mpi.rank(), size = mpi.size();
+  if (!mpi.context()) return 2;
+  if (argc > 1 && std::strcmp(argv[1], "--crash") == 0) return run_crash(mpi.context(), rank, size);
 
   Checker c(rank);
   const shm::Geometry small{4096, 4};
-  Backends b = make_backends(*ctx, small, 0, size);
-  if (!MPI_CHECK(c, b.shm && b.mpi && b.shm->enabled(kCpuDevice), "shm backend on one host")) MPI_Abort(MPI_COMM_WORLD, 2);
-  check_reductions(b, c, small, rank, size);
-  check_copies(b, c, small, rank, size);
+  BackendPair b = make_shm_backends(mpi.context(), small, 0, size);
+  if (!MPI_CHECK(c, b.under_test && b.reference && b.under_test->enabled(kCpuDevice), "shm backend on one host: {}",
+                 b.error)) {
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  check_reductions(*b.under_test, *b.reference, c, sizes_for(small), rank, size);
+  check_copies(*b.under_test, *b.reference, c, copy_sizes(small), rank, size);
   // The default geometry, on a buffer larger than its ring.
-  Backends d = make_backends(*ctx, shm::Geometry{}, 1, size);
-  const int64_t n = (3 << 20) / 4 + 11;
-  Bytes in = input(DataType::kFloat32, ReduceOp::kSum, rank, n), want(in.size()), got(in.size());
-  MPI_CHECK(c, d.shm && d.mpi->allreduce(in.data(), want.data(), n, DataType::kFloat32, ReduceOp::kSum).is_ok() &&
-                   d.shm->allreduce(in.data(), got.data(), n, DataType::kFloat32, ReduceOp::kSum).is_ok() && got == want,
-            "default geometry allreduce");
-  int failures = c.failures(), total = 0;
-  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) fmt::print("rt_shm_test np={}: {}\n", size, total == 0 ? "all checks passed" : "FAILED");
-  b = {};
-  d = {};
-  ctx = Status::aborted("done");  // MPI_Finalize before returning, as MpiContext owns it
-  MPI_Finalize();
-  return total == 0 ? 0 : 1;
+  BackendPair d = make_shm_backends(mpi.context(), shm::Geometry{}, 1, size);
+  if (MPI_CHECK(c, d.under_test && d.reference, "default geometry shm backend: {}", d.error)) {
+    check_large_allreduce(*d.under_test, *d.reference, c, (3 << 20) / 4 + 11, rank, "default geometry");
+  }
+  return verdict(c, fmt::format("rt_shm_test np={}", size));  // the backends go before MPI (see MpiSession)
 }

@@ -4,22 +4,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "algorithms/byte_copy.h"
 #include "transport/shm/shm_backend.h"
 
 namespace korovod::shm {
 namespace {
 
 int64_t clamp_len(int64_t total, int64_t start, int64_t cap) { return std::clamp<int64_t>(total - start, 0, cap); }
-
-std::vector<int64_t> prefix(const std::vector<int64_t>& counts) {
-  std::vector<int64_t> out(counts.size(), 0);
-  for (size_t i = 1; i < counts.size(); ++i) out[i] = out[i - 1] + counts[i - 1];
-  return out;
-}
-
-void copy_bytes(std::byte* dst, const std::byte* src, int64_t n) {
-  if (n > 0 && dst != src) std::memcpy(dst, src, static_cast<size_t>(n));
-}
 
 }  // namespace
 
@@ -56,7 +47,7 @@ Status ShmBackend::allgatherv(const void* send, int64_t send_bytes, void* recv,
   Group& g = *group_;
   const auto* s = static_cast<const std::byte*>(send);
   auto* r = static_cast<std::byte*>(recv);
-  const std::vector<int64_t> displs = prefix(recv_bytes);
+  const std::vector<int64_t> displs = displacements(recv_bytes);
   copy_bytes(r + displs[rank_], s, send_bytes);
   if (size_ == 1) return Status::ok();
   const int64_t chunk = static_cast<int64_t>(g.geometry().slot_bytes);
@@ -91,8 +82,8 @@ Status ShmBackend::alltoallv(const void* send, const std::vector<int64_t>& send_
   Group& g = *group_;
   const auto* s = static_cast<const std::byte*>(send);
   auto* r = static_cast<std::byte*>(recv);
-  const std::vector<int64_t> sdispls = prefix(send_bytes);
-  const std::vector<int64_t> rdispls = prefix(recv_bytes);
+  const std::vector<int64_t> sdispls = displacements(send_bytes);
+  const std::vector<int64_t> rdispls = displacements(recv_bytes);
   copy_bytes(r + rdispls[rank_], s + sdispls[rank_], send_bytes[rank_]);
   if (size_ == 1) return Status::ok();
   // A rank knows only what it sends and receives; one header round agrees on the largest

@@ -1,31 +1,17 @@
 // The TCP collectives that only move bytes: allgatherv, broadcast, alltoallv, barrier. Each is
 // one direct exchange (Mesh::exchange): every socket carries its share concurrently; a large
 // broadcast is a pipelined chain instead.
-#include <cstring>
-
+#include "algorithms/byte_copy.h"
 #include "transport/tcp/tcp_backend.h"
 
 namespace korovod::tcp {
-namespace {
-
-std::vector<int64_t> prefix(const std::vector<int64_t>& counts) {
-  std::vector<int64_t> out(counts.size(), 0);
-  for (size_t i = 1; i < counts.size(); ++i) out[i] = out[i - 1] + counts[i - 1];
-  return out;
-}
-
-void copy_bytes(std::byte* dst, const std::byte* src, int64_t n) {
-  if (n > 0 && dst != src) std::memcpy(dst, src, static_cast<size_t>(n));
-}
-
-}  // namespace
 
 Status TcpBackend::allgatherv(const void* send, int64_t send_bytes, void* recv,
                               const std::vector<int64_t>& recv_bytes) {
   KOROVOD_RETURN_IF_ERROR(mesh_->failed());
   const auto* s = static_cast<const std::byte*>(send);
   auto* r = static_cast<std::byte*>(recv);
-  const std::vector<int64_t> displs = prefix(recv_bytes);
+  const std::vector<int64_t> displs = displacements(recv_bytes);
   copy_bytes(r + displs[rank()], s, send_bytes);
   for (int p = 0; p < size(); ++p) io_[p] = {s, send_bytes, 0, r + displs[p], recv_bytes[p], 0};
   return mesh_->exchange(io_, "allgatherv");
@@ -56,7 +42,7 @@ Status TcpBackend::alltoallv(const void* send, const std::vector<int64_t>& send_
   KOROVOD_RETURN_IF_ERROR(mesh_->failed());
   const auto* s = static_cast<const std::byte*>(send);
   auto* r = static_cast<std::byte*>(recv);
-  const std::vector<int64_t> sdispls = prefix(send_bytes), rdispls = prefix(recv_bytes);
+  const std::vector<int64_t> sdispls = displacements(send_bytes), rdispls = displacements(recv_bytes);
   copy_bytes(r + rdispls[rank()], s + sdispls[rank()], send_bytes[rank()]);
   for (int p = 0; p < size(); ++p) io_[p] = {s + sdispls[p], send_bytes[p], 0, r + rdispls[p], recv_bytes[p], 0};
   return mesh_->exchange(io_, "alltoallv");
