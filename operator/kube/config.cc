@@ -2,10 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -35,63 +37,31 @@ class KubeconfigReader {
     dir_ = fs::absolute(fs::path(path_)).parent_path();
   }
 
-  Config read(const std::string& wanted_context) {
+  // Parses the file (once); errors name the file.
+  void load() {
     const auto text = read_file(path_);
     if (!text) throw ConfigError("kubeconfig " + path_ + ": cannot read the file");
-    YAML::Node root;
     try {
-      root = YAML::Load(*text);
+      root_ = YAML::Load(*text);
     } catch (const YAML::Exception& e) {
       fail("", std::string("not valid YAML: ") + e.what());
     }
-    if (!root.IsMap()) fail("", "not a YAML mapping");
-
-    std::string context_name = wanted_context;
-    if (context_name.empty()) context_name = scalar(root, "current-context", "current-context");
-    const auto [ctx, ctx_path] = named(root, "contexts", "context", context_name,
-                                       "current-context");
-    const std::string cluster_name = scalar(ctx, "cluster", ctx_path + ".cluster");
-    const std::string user_name = optional_scalar(ctx, "user", ctx_path + ".user");
-
-    Config c;
-    const std::string ns = optional_scalar(ctx, "namespace", ctx_path + ".namespace");
-    if (!ns.empty()) c.namespace_ = ns;
-    const auto [cluster, cluster_path] =
-        named(root, "clusters", "cluster", cluster_name, ctx_path + ".cluster");
-    read_cluster(cluster, cluster_path, c);
-    if (!user_name.empty()) {
-      const auto [user, user_path] = named(root, "users", "user", user_name, ctx_path + ".user");
-      read_user(user, user_path, c);
+    if (!root_.IsMap()) {
+      // An empty file is an empty kubeconfig (kubectl accepts it in a KUBECONFIG list).
+      if (root_.IsNull()) root_ = YAML::Node(YAML::NodeType::Map);
+      else fail("", "not a YAML mapping");
     }
-    return c;
   }
 
- private:
-  [[noreturn]] void fail(const std::string& field, const std::string& why) const {
-    throw ConfigError("kubeconfig " + path_ + ": " + (field.empty() ? "" : field + ": ") + why);
+  const std::string& path() const { return path_; }
+  std::string current_context() const {
+    return optional_scalar(root_, "current-context", "current-context");
   }
 
-  std::string optional_scalar(const YAML::Node& map, const std::string& key,
-                              const std::string& field) const {
-    const YAML::Node n = map[key];
-    if (!n || n.IsNull()) return "";
-    if (!n.IsScalar()) fail(field, "must be a string");
-    return n.as<std::string>();
-  }
-
-  std::string scalar(const YAML::Node& map, const std::string& key,
-                     const std::string& field) const {
-    std::string v = optional_scalar(map, key, field);
-    if (v.empty()) fail(field, "missing");
-    return v;
-  }
-
-  // Finds `name` in the list root[list] of {name, <inner>: {...}} entries; returns the inner
-  // map and its YAML path. `referenced_by` is the field that named it, for the error.
-  std::pair<YAML::Node, std::string> named(const YAML::Node& root, const std::string& list,
-                                           const std::string& inner, const std::string& name,
-                                           const std::string& referenced_by) const {
-    const YAML::Node seq = root[list];
+  // The entry `name` of root[list] ({name, <inner>: {...}}), or nullopt; with its YAML path.
+  std::optional<std::pair<YAML::Node, std::string>> find(const std::string& list, const std::string& inner,
+                                                         const std::string& name) const {
+    const YAML::Node seq = root_[list];
     if (seq && !seq.IsNull() && !seq.IsSequence()) fail(list, "must be a list");
     for (size_t i = 0; seq && seq.IsSequence() && i < seq.size(); ++i) {
       const std::string at = list + "[" + std::to_string(i) + "]";
@@ -99,33 +69,18 @@ class KubeconfigReader {
       if (scalar(seq[i], "name", at + ".name") != name) continue;
       const YAML::Node body = seq[i][inner];
       if (!body || !body.IsMap()) fail(at + "." + inner, "missing");
-      return {body, at + "." + inner};
+      return std::make_pair(body, at + "." + inner);
     }
-    fail(referenced_by, list.substr(0, list.size() - 1) + " \"" + name + "\" not found in " + list);
+    return std::nullopt;
   }
 
-  // A PEM given inline (base64 *-data) or as a file path relative to the kubeconfig.
-  std::string pem(const YAML::Node& map, const std::string& data_key, const std::string& file_key,
-                  const std::string& at) const {
-    const std::string data = optional_scalar(map, data_key, at + "." + data_key);
-    if (!data.empty()) {
-      try {
-        return base64_decode(data);
-      } catch (const std::invalid_argument&) {
-        fail(at + "." + data_key, "not valid base64");
-      }
-    }
-    const std::string file = optional_scalar(map, file_key, at + "." + file_key);
-    if (file.empty()) return "";
-    const std::string resolved = resolve(file);
-    const auto text = read_file(resolved);
-    if (!text) fail(at + "." + file_key, "cannot read " + resolved);
-    return *text;
-  }
-
-  std::string resolve(const std::string& file) const {
-    const fs::path p(file);
-    return p.is_absolute() ? file : (dir_ / p).string();
+  // The context's own fields (cluster and user names, namespace).
+  void read_context(const YAML::Node& ctx, const std::string& at, std::string& cluster,
+                    std::string& user, Config& c) const {
+    cluster = scalar(ctx, "cluster", at + ".cluster");
+    user = optional_scalar(ctx, "user", at + ".user");
+    const std::string ns = optional_scalar(ctx, "namespace", at + ".namespace");
+    if (!ns.empty()) c.namespace_ = ns;
   }
 
   void read_cluster(const YAML::Node& cluster, const std::string& at, Config& c) const {
@@ -152,9 +107,87 @@ class KubeconfigReader {
       fail(at, "client-certificate and client-key must be given together");
   }
 
+ private:
+  [[noreturn]] void fail(const std::string& field, const std::string& why) const {
+    throw ConfigError("kubeconfig " + path_ + ": " + (field.empty() ? "" : field + ": ") + why);
+  }
+
+  std::string optional_scalar(const YAML::Node& map, const std::string& key,
+                              const std::string& field) const {
+    const YAML::Node n = map[key];
+    if (!n || n.IsNull()) return "";
+    if (!n.IsScalar()) fail(field, "must be a string");
+    return n.as<std::string>();
+  }
+
+  std::string scalar(const YAML::Node& map, const std::string& key,
+                     const std::string& field) const {
+    std::string v = optional_scalar(map, key, field);
+    if (v.empty()) fail(field, "missing");
+    return v;
+  }
+
+  // A PEM given inline (base64 *-data) or as a file path relative to the kubeconfig.
+  std::string pem(const YAML::Node& map, const std::string& data_key, const std::string& file_key,
+                  const std::string& at) const {
+    const std::string data = optional_scalar(map, data_key, at + "." + data_key);
+    if (!data.empty()) {
+      try {
+        return base64_decode(data);
+      } catch (const std::invalid_argument&) {
+        fail(at + "." + data_key, "not valid base64");
+      }
+    }
+    const std::string file = optional_scalar(map, file_key, at + "." + file_key);
+    if (file.empty()) return "";
+    const std::string resolved = resolve(file);
+    const auto text = read_file(resolved);
+    if (!text) fail(at + "." + file_key, "cannot read " + resolved);
+    return *text;
+  }
+
+  std::string resolve(const std::string& file) const {
+    const fs::path p(file);
+    return p.is_absolute() ? file : (dir_ / p).string();
+  }
+
   std::string path_;
   fs::path dir_;
+  YAML::Node root_;
 };
+
+// kubectl's merge of several kubeconfigs (a KUBECONFIG list): the first file that sets
+// current-context wins, and each context, cluster and user is taken from the first file that
+// names it; relative paths resolve against the file the entry came from.
+Config read_merged(std::vector<KubeconfigReader>& files, const std::string& wanted_context) {
+  for (auto& f : files) f.load();
+  const std::string where = files.size() == 1 ? "kubeconfig " + files[0].path() : [&] {
+    std::string list;
+    for (const auto& f : files) list += (list.empty() ? "" : ":") + f.path();
+    return "KUBECONFIG=" + list;
+  }();
+  std::string context = wanted_context;
+  for (size_t i = 0; context.empty() && i < files.size(); ++i) context = files[i].current_context();
+  if (context.empty()) throw ConfigError(where + ": current-context: missing");
+  auto first = [&](const std::string& list, const std::string& inner, const std::string& name,
+                   const std::string& referenced_by)
+      -> std::pair<const KubeconfigReader*, std::pair<YAML::Node, std::string>> {
+    for (const auto& f : files)
+      if (auto hit = f.find(list, inner, name)) return {&f, *hit};
+    throw ConfigError(where + ": " + referenced_by + ": " + inner + " \"" + name + "\" not found in " + list);
+  };
+  Config c;
+  const auto [ctx_file, ctx] = first("contexts", "context", context, "current-context");
+  std::string cluster_name, user_name;
+  ctx_file->read_context(ctx.first, ctx.second, cluster_name, user_name, c);
+  const auto [cluster_file, cluster] = first("clusters", "cluster", cluster_name, ctx.second + ".cluster");
+  cluster_file->read_cluster(cluster.first, cluster.second, c);
+  if (!user_name.empty()) {
+    const auto [user_file, user] = first("users", "user", user_name, ctx.second + ".user");
+    user_file->read_user(user.first, user.second, c);
+  }
+  return c;
+}
 
 }  // namespace
 
@@ -169,7 +202,16 @@ ConfigEnvironment ConfigEnvironment::process() {
 }
 
 Config load_kubeconfig(const std::string& path, const std::string& context) {
-  return KubeconfigReader(path).read(context);
+  std::vector<KubeconfigReader> files;
+  files.emplace_back(path);
+  return read_merged(files, context);
+}
+
+Config load_kubeconfigs(const std::vector<std::string>& paths, const std::string& context) {
+  if (paths.empty()) throw ConfigError("no kubeconfig files to load");
+  std::vector<KubeconfigReader> files;
+  for (const auto& p : paths) files.emplace_back(p);
+  return read_merged(files, context);
 }
 
 std::optional<Config> load_in_cluster(const ConfigEnvironment& env) {
@@ -196,9 +238,13 @@ Config load_config(const std::string& explicit_kubeconfig, const ConfigEnvironme
   if (!explicit_kubeconfig.empty()) return load_kubeconfig(explicit_kubeconfig);
   if (const auto list = env.getenv("KUBECONFIG"); list && !list->empty()) {
     std::stringstream s(*list);
-    for (std::string path; std::getline(s, path, ':');)
-      if (!path.empty() && fs::exists(path)) return load_kubeconfig(path);
-    throw ConfigError("KUBECONFIG=" + *list + ": none of its files exists");
+    std::vector<std::string> paths;
+    for (std::string path; std::getline(s, path, ':');)  // missing files are skipped, as kubectl
+      if (!path.empty() && fs::exists(path) &&
+          std::find(paths.begin(), paths.end(), path) == paths.end())
+        paths.push_back(path);
+    if (paths.empty()) throw ConfigError("KUBECONFIG=" + *list + ": none of its files exists");
+    return load_kubeconfigs(paths);
   }
   if (auto in_cluster = load_in_cluster(env)) return *in_cluster;
   if (const auto home = env.getenv("HOME"); home && !home->empty()) {

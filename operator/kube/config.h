@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kube/clock.h"
 
@@ -46,13 +47,16 @@ struct ConfigEnvironment {
 // Reads one kubeconfig. `context` "" = its current-context. Relative file paths inside it are
 // resolved against the kubeconfig's directory, as kubectl does.
 Config load_kubeconfig(const std::string& path, const std::string& context = "");
+// Several kubeconfigs merged as kubectl merges a KUBECONFIG list: the first file that sets
+// current-context wins, and each context, cluster and user comes from the first file naming it.
+Config load_kubeconfigs(const std::vector<std::string>& paths, const std::string& context = "");
 
 // The pod's service account; std::nullopt when not running in a cluster
 // (KUBERNETES_SERVICE_HOST/PORT unset). The token is read through token_file so rotation works.
 std::optional<Config> load_in_cluster(const ConfigEnvironment& env);
 
 // kubectl's precedence: `explicit_kubeconfig` (the --kubeconfig flag) > $KUBECONFIG (the
-// first existing file of a ':'-separated list; files are not merged) > in-cluster >
+// existing files of a ':'-separated list, merged as load_kubeconfigs) > in-cluster >
 // $HOME/.kube/config. Throws ConfigError when none applies.
 Config load_config(const std::string& explicit_kubeconfig, const ConfigEnvironment& env);
 

@@ -222,6 +222,51 @@ TEST(LoadConfigTest, PrecedenceFlagThenEnvThenInClusterThenHome) {
   EXPECT_THROW(load_config("", env_from(vars, sa)), ConfigError);
 }
 
+// kubectl's merge of a KUBECONFIG list: current-context from the first file that sets one;
+// each context / cluster / user from the first file that names it; relative paths against the
+// file the entry is in; missing files skipped; an error names the whole list.
+TEST(LoadConfigTest, KubeconfigListIsMergedAsKubectlDoes) {
+  TempDir dir;
+  dir.write("a/ca.crt", "CA-A");
+  dir.write("b/token", "tok-b");
+  // a: the current context, its cluster (with a CA file relative to a/), a shadowed user.
+  const std::string a = dir.write("a/config",
+      "current-context: dev\n"
+      "contexts: [{name: dev, context: {cluster: k, user: u, namespace: team}}]\n"
+      "clusters: [{name: k, cluster: {server: https://a/, certificate-authority: ca.crt}}]\n");
+  // b: another current-context (ignored: a set one), the user (token file relative to b/),
+  // and a cluster named k too (ignored: a named it first).
+  const std::string b = dir.write("b/config",
+      "current-context: other\n"
+      "contexts: [{name: other, context: {cluster: k}}]\n"
+      "clusters: [{name: k, cluster: {server: https://b}}]\n"
+      "users: [{name: u, user: {tokenFile: token}}]\n");
+  const std::string empty = dir.write("c/empty", "");
+  std::map<std::string, std::string> vars = {{"KUBECONFIG", a + ":/missing:" + empty + ":" + b}};
+  const Config c = load_config("", env_from(vars, (dir.path() / "sa").string()));
+  EXPECT_EQ(c.server, "https://a");
+  EXPECT_EQ(c.ca_pem, "CA-A");
+  EXPECT_EQ(c.namespace_, "team");
+  EXPECT_EQ(c.token_file, (dir.path() / "b" / "token").string());
+
+  // The other order: b's current-context and cluster win.
+  vars["KUBECONFIG"] = b + ":" + a;
+  EXPECT_EQ(load_config("", env_from(vars, (dir.path() / "sa").string())).server, "https://b");
+
+  // A user no file defines: the error names the list and the field that refers to it.
+  const std::string lone = dir.write("d/config",
+      "current-context: x\ncontexts: [{name: x, context: {cluster: k, user: nobody}}]\n");
+  vars["KUBECONFIG"] = lone + ":" + a;
+  try {
+    load_config("", env_from(vars, (dir.path() / "sa").string()));
+    FAIL() << "no error for a user that no file defines";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("KUBECONFIG=" + lone + ":" + a), std::string::npos) << m;
+    EXPECT_NE(m.find("contexts[0].context.user: user \"nobody\" not found in users"), std::string::npos) << m;
+  }
+}
+
 TEST(TokenSourceTest, StaticTokenWithoutFile) {
   FakeClock clock;
   Config c;
