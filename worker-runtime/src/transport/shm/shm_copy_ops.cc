@@ -12,6 +12,34 @@ namespace {
 
 int64_t clamp_len(int64_t total, int64_t start, int64_t cap) { return std::clamp<int64_t>(total - start, 0, cap); }
 
+// `rounds` rounds through this rank's slot, pipelined by one: round t is written in (fill(k, t),
+// k = its slot round) while round t-1 is read out of every other rank's slot (drain(p, k, t-1)).
+// Takes the rounds from `next_round`.
+template <typename Fill, typename Drain>
+Status pipelined_rounds(Group& g, uint64_t& next_round, int rank, int size, int64_t rounds, Fill fill,
+                        Drain drain) {
+  const uint64_t base = next_round;
+  next_round += static_cast<uint64_t>(rounds);
+  for (int64_t t = 0; t < rounds + 1; ++t) {
+    if (t < rounds) {
+      const uint64_t k = base + static_cast<uint64_t>(t);
+      KOROVOD_RETURN_IF_ERROR(g.acquire_slot(k));
+      fill(k, t);
+      g.post(Counter::kPosted, k + 1);
+    }
+    if (t >= 1) {
+      const uint64_t k = base + static_cast<uint64_t>(t - 1);
+      for (int p = 0; p < size; ++p) {
+        if (p == rank) continue;
+        KOROVOD_RETURN_IF_ERROR(g.wait(p, Counter::kPosted, k + 1));
+        drain(p, k, t - 1);
+      }
+      g.post(Counter::kConsumed, k + 1);
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status ShmBackend::broadcast(void* buffer, int64_t bytes, int root) {
@@ -53,27 +81,12 @@ Status ShmBackend::allgatherv(const void* send, int64_t send_bytes, void* recv,
   const int64_t chunk = static_cast<int64_t>(g.geometry().slot_bytes);
   const int64_t most = *std::max_element(recv_bytes.begin(), recv_bytes.end());
   const int64_t rounds = (most + chunk - 1) / chunk;
-  const uint64_t base = round_;
-  round_ += static_cast<uint64_t>(rounds);
-  for (int64_t t = 0; t < rounds + 1; ++t) {
-    if (t < rounds) {
-      const uint64_t k = base + static_cast<uint64_t>(t);
-      KOROVOD_RETURN_IF_ERROR(g.acquire_slot(k));
-      copy_bytes(g.slot(rank_, k), s + t * chunk, clamp_len(send_bytes, t * chunk, chunk));
-      g.post(Counter::kPosted, k + 1);
-    }
-    if (t >= 1) {
-      const int64_t u = t - 1;
-      const uint64_t k = base + static_cast<uint64_t>(u);
-      for (int p = 0; p < size_; ++p) {
-        if (p == rank_) continue;
-        KOROVOD_RETURN_IF_ERROR(g.wait(p, Counter::kPosted, k + 1));
+  return pipelined_rounds(
+      g, round_, rank_, size_, rounds,
+      [&](uint64_t k, int64_t t) { copy_bytes(g.slot(rank_, k), s + t * chunk, clamp_len(send_bytes, t * chunk, chunk)); },
+      [&](int p, uint64_t k, int64_t u) {
         copy_bytes(r + displs[p] + u * chunk, g.slot(p, k), clamp_len(recv_bytes[p], u * chunk, chunk));
-      }
-      g.post(Counter::kConsumed, k + 1);
-    }
-  }
-  return Status::ok();
+      });
 }
 
 Status ShmBackend::alltoallv(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
@@ -104,29 +117,16 @@ Status ShmBackend::alltoallv(const void* send, const std::vector<int64_t>& send_
 
   const int64_t sub = static_cast<int64_t>(g.geometry().slot_bytes) / size_ / 64 * 64;
   const int64_t rounds = (most + sub - 1) / sub;
-  const uint64_t base = round_;
-  round_ += static_cast<uint64_t>(rounds);
-  for (int64_t t = 0; t < rounds + 1; ++t) {
-    if (t < rounds) {
-      const uint64_t k = base + static_cast<uint64_t>(t);
-      KOROVOD_RETURN_IF_ERROR(g.acquire_slot(k));
-      for (int j = 0; j < size_; ++j) {
-        if (j != rank_) copy_bytes(g.slot(rank_, k) + j * sub, s + sdispls[j] + t * sub, clamp_len(send_bytes[j], t * sub, sub));
-      }
-      g.post(Counter::kPosted, k + 1);
-    }
-    if (t >= 1) {
-      const int64_t u = t - 1;
-      const uint64_t k = base + static_cast<uint64_t>(u);
-      for (int p = 0; p < size_; ++p) {
-        if (p == rank_) continue;
-        KOROVOD_RETURN_IF_ERROR(g.wait(p, Counter::kPosted, k + 1));
+  return pipelined_rounds(
+      g, round_, rank_, size_, rounds,
+      [&](uint64_t k, int64_t t) {
+        for (int j = 0; j < size_; ++j) {
+          if (j != rank_) copy_bytes(g.slot(rank_, k) + j * sub, s + sdispls[j] + t * sub, clamp_len(send_bytes[j], t * sub, sub));
+        }
+      },
+      [&](int p, uint64_t k, int64_t u) {
         copy_bytes(r + rdispls[p] + u * sub, g.slot(p, k) + rank_ * sub, clamp_len(recv_bytes[p], u * sub, sub));
-      }
-      g.post(Counter::kConsumed, k + 1);
-    }
-  }
-  return Status::ok();
+      });
 }
 
 Status ShmBackend::barrier() {
