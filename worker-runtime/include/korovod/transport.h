@@ -78,6 +78,13 @@ class Backend {
   virtual Status reducescatter_scaled(const void* send, void* recv, const std::vector<int64_t>& recv_counts,
                                       DataType dtype, ReduceOp op, double prescale, double postscale);
   virtual Status copy(void* dst, const void* src, int64_t bytes);
+
+  // Optional: the negotiation's bit-vector allreduce (ControlChannel::allreduce_bits) on this
+  // data plane, for vectors of up to this many words; 0 = not offered (the default). Shared
+  // memory offers it: a few cache lines instead of a control-plane collective per cycle. Same
+  // contract as the control channel's: called on every member in the same order.
+  virtual size_t bits_allreduce_words() const { return 0; }
+  virtual Status allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp op);
 };
 
 class BackendProvider {

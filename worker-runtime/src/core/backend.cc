@@ -18,6 +18,11 @@ Status Backend::reducescatter_scaled(const void*, void*, const std::vector<int64
       fmt::format("the {} backend runs no device tensors (reducescatter of {})", name(), dtype_name(dtype)));
 }
 
+Status Backend::allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp) {
+  return Status::invalid_argument(
+      fmt::format("the {} backend offers no bit-vector allreduce ({} words asked)", name(), bits.size()));
+}
+
 Status Backend::copy(void* dst, const void* src, int64_t bytes) {
   if (bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
   return Status::ok();

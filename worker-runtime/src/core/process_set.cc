@@ -3,6 +3,57 @@
 #include <algorithm>
 
 namespace korovod {
+namespace {
+
+// A set's control channel moved onto the CPU data plane when that offers the negotiation's
+// bit-vector allreduce (shared memory, when every member shares the host): a steady-state cycle
+// then touches a few cache lines instead of running a control-plane collective, and the slow
+// path's gather and broadcast run as shared-memory allgathers/broadcasts. Every wait of a cycle
+// is then one that notices a dead or stuck peer (shm::Group::wait), which is what lets a waiting
+// caller run cycles itself (RuntimeImpl::drive_cycles). The original channel stays for vectors
+// too long for the control block.
+class DataPlaneControl final : public ControlChannel {
+ public:
+  DataPlaneControl(std::unique_ptr<ControlChannel> inner, Backend& plane) : inner_(std::move(inner)), plane_(plane) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  // The vector's length is the same on every member, so all take the same branch.
+  Status allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp op) override {
+    if (bits.size() <= plane_.bits_allreduce_words()) return plane_.allreduce_bits(bits, op);
+    return inner_->allreduce_bits(bits, op);
+  }
+  Result<std::vector<std::string>> gather_to_root(const std::string& mine) override {
+    const int n = size();
+    std::vector<int64_t> sizes(static_cast<size_t>(n));
+    const int64_t my_size = static_cast<int64_t>(mine.size());
+    KOROVOD_RETURN_IF_ERROR(plane_.allgatherv(&my_size, sizeof my_size, sizes.data(),
+                                              std::vector<int64_t>(static_cast<size_t>(n), sizeof my_size)));
+    int64_t total = 0;
+    for (int64_t s : sizes) total += s;
+    std::string all(static_cast<size_t>(total), '\0');
+    KOROVOD_RETURN_IF_ERROR(plane_.allgatherv(mine.data(), my_size, all.data(), sizes));
+    std::vector<std::string> out;
+    if (rank() != 0) return out;
+    size_t at = 0;
+    for (int64_t s : sizes) {
+      out.push_back(all.substr(at, static_cast<size_t>(s)));
+      at += static_cast<size_t>(s);
+    }
+    return out;
+  }
+  Status broadcast_from_root(std::string& bytes) override {
+    int64_t n = rank() == 0 ? static_cast<int64_t>(bytes.size()) : 0;
+    KOROVOD_RETURN_IF_ERROR(plane_.broadcast(&n, sizeof n, 0));
+    bytes.resize(static_cast<size_t>(n));
+    return n > 0 ? plane_.broadcast(bytes.data(), n, 0) : Status::ok();
+  }
+
+ private:
+  std::unique_ptr<ControlChannel> inner_;
+  Backend& plane_;  // owned by the same ProcessSet, which outlives the negotiator using this
+};
+
+}  // namespace
 
 Backend* ProcessSet::backend_for(int device) const {
   for (const auto& b : backends) {
@@ -30,6 +81,10 @@ Result<std::shared_ptr<ProcessSet>> create_process_set(int id, std::vector<int> 
     Result<std::unique_ptr<Backend>> backend = provider->create_backend(set->ranks, id);
     if (!backend.is_ok()) return backend.status();
     set->backends.push_back(std::move(backend).value());
+  }
+  if (Backend* cpu = set->backend_for(kCpuDevice); cpu != nullptr && cpu->bits_allreduce_words() > 0) {
+    set->control = std::make_unique<DataPlaneControl>(std::move(set->control), *cpu);
+    set->control_on_data_plane = true;
   }
   NegotiatorOptions options = deps.negotiation;
   options.global_ranks = set->ranks;

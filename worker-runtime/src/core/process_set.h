@@ -24,6 +24,9 @@ struct ProcessSet {
   std::vector<int> ranks;  // global ranks, sorted
   int set_rank = -1;       // -1: this rank is not a member
   std::unique_ptr<ControlChannel> control;
+  // The control channel runs on the shared-memory data plane (process_set.cc): every wait in a
+  // cycle of this set notices a dead or stuck peer by itself.
+  bool control_on_data_plane = false;
   std::vector<std::unique_ptr<Backend>> backends;
   std::unique_ptr<Negotiator> negotiator;
   TensorQueue queue;

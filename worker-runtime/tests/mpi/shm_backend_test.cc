@@ -4,6 +4,9 @@
 // than the whole ring) with a deliberately small ring (4 KiB slots x 4) so every pipeline path
 // runs, then the default geometry once; results must be bitwise equal to MPI's (inputs are small
 // integers, exact in every dtype) and bitwise identical on all ranks.
+// Also the bit-vector allreduce the negotiation runs on shared memory (shm_control_check.h).
+//   --stuck   the last rank stays away (alive) for longer than a 1 s wait bound: the others'
+//             allreduce_bits must give up after about 1 s (SHM-STUCK-OK).
 //   --crash   the last rank is SIGKILLed by a timer thread while everyone loops over large
 //             allreduces; each survivor must get an error within kCrashBoundSeconds and prints
 //             SHM-CRASH-OK.
@@ -12,6 +15,7 @@
 #include <cstring>
 
 #include "backend_conformance.h"
+#include "shm_control_check.h"
 #include "transport/mpi/mpi_providers.h"
 #include "transport/shm/shm_provider.h"
 
@@ -56,6 +60,13 @@ int main(int argc, char** argv) {
   const int rank = mpi.rank(), size = mpi.size();
   if (!mpi.context()) return 2;
   if (argc > 1 && std::strcmp(argv[1], "--crash") == 0) return run_crash(mpi.context(), rank, size);
+  if (argc > 1 && std::strcmp(argv[1], "--stuck") == 0) {
+    shm::Geometry bounded;
+    bounded.wait_timeout_seconds = 1.0;
+    BackendPair s = make_shm_backends(mpi.context(), bounded, 0, size);
+    if (!s.under_test) return 2;
+    return run_stuck_peer(*s.under_test, rank, size, bounded.wait_timeout_seconds);
+  }
 
   Checker c(rank);
   const shm::Geometry small{4096, 4};
@@ -66,6 +77,7 @@ int main(int argc, char** argv) {
   }
   check_reductions(*b.under_test, *b.reference, c, sizes_for(small), rank, size);
   check_copies(*b.under_test, *b.reference, c, copy_sizes(small), rank, size);
+  check_bits_allreduce(*b.under_test, *b.reference, c, rank);
   // The default geometry, on a buffer larger than its ring.
   BackendPair d = make_shm_backends(mpi.context(), shm::Geometry{}, 1, size);
   if (MPI_CHECK(c, d.under_test && d.reference, "default geometry shm backend: {}", d.error)) {

@@ -46,7 +46,8 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
     tcp_options.shm_geometry = {static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots};
     options.backends.push_back(std::make_shared<tcp::TcpBackendProvider>(transport, tcp_options));
   } else if (options.config.cpu_operations != "mpi") {
-    const shm::Geometry geometry{static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots};
+    const shm::Geometry geometry{static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots,
+                                 options.config.collective_timeout_seconds};
     options.backends.push_back(std::make_shared<shm::ShmBackendProvider>(transport, geometry,
                                                                          options.config.cpu_operations == "shm"));
   }

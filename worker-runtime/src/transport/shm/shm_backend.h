@@ -36,6 +36,8 @@ class ShmBackend final : public Backend {
   Status reducescatter(const void* send, void* recv, const std::vector<int64_t>& recv_counts, DataType dtype,
                        ReduceOp op) override;
   Status barrier() override;
+  size_t bits_allreduce_words() const override { return group_ ? kControlAreaBytes / 2 / sizeof(uint64_t) : 0; }
+  Status allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp op) override;
 
   // One hop below this many bytes (measured: two ranks, see docs/benchmarks.md).
   static constexpr int64_t kOneHopBytes = 32 * 1024;
@@ -54,6 +56,7 @@ class ShmBackend final : public Backend {
   int rank_ = 0;
   int size_ = 1;
   uint64_t round_ = 0;  // next round; advances identically on every rank
+  uint64_t bits_round_ = 0;  // next allreduce_bits round (Counter::kControl)
   std::vector<const std::byte*> srcs_;  // per-call scratch, sized once
   std::vector<std::byte> block_;        // one reduction block, stays in L1
   std::vector<float> wide_a_, wide_b_;  // float32 accumulators for 16-bit floats

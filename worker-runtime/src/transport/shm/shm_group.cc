@@ -69,6 +69,7 @@ Status Group::check_peers(int waited_for, Counter c, uint64_t target) {
 Status Group::wait(int rank, Counter c, uint64_t target) {
   if (failed_) return Status::aborted("shared-memory collective: the process set failed earlier");
   std::atomic_ref<uint64_t> word = segments_[rank].counter(c);
+  std::chrono::steady_clock::time_point give_up{};
   for (int i = 0; word.load(std::memory_order_acquire) < target; ++i) {
     if (i < kSpins) {
       cpu_relax();
@@ -78,12 +79,32 @@ Status Group::wait(int rank, Counter c, uint64_t target) {
     if ((i & 15) == 0) {
       Status st = check_peers(rank, c, target);
       if (!st.is_ok()) return st;
+      if (geometry_.wait_timeout_seconds > 0) {
+        const auto now = std::chrono::steady_clock::now();
+        if (give_up == std::chrono::steady_clock::time_point{}) {
+          give_up = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(geometry_.wait_timeout_seconds));
+        } else if (now >= give_up && word.load(std::memory_order_acquire) < target) {
+          failed_ = true;
+          abort_all();
+          return Status::aborted(fmt::format(
+              "shared-memory collective: rank {} of the process set did not arrive within {} s "
+              "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS)", rank, geometry_.wait_timeout_seconds));
+        }
+      }
     }
   }
   return Status::ok();
 }
 
 Status Group::wait_all(Counter c, uint64_t target) {
+  // A peer that gave up on this rank (it stayed away past the wait bound) may have posted this
+  // round before it did: its counter alone would let a late rank through on stale state.
+  for (int r = 0; r < size(); ++r) {
+    if (r != rank_ && segments_[r].counter(Counter::kAborted).load(std::memory_order_relaxed) != 0) {
+      return check_peers(r, c, target);
+    }
+  }
   for (int r = 0; r < size(); ++r) {
     if (r == rank_) continue;
     Status st = wait(r, c, target);

@@ -16,6 +16,10 @@ namespace korovod::shm {
 struct Geometry {
   size_t slot_bytes = 64 * 1024;
   int slots = 8;
+  // A wait on a live peer longer than this fails the set (0 = never): the same bound as the
+  // engine's watchdog (KOROVOD_COLLECTIVE_TIMEOUT_SECONDS), enforced where the waiting happens,
+  // so a thread blocked here returns even when the peer is alive but stuck.
+  double wait_timeout_seconds = 0;
   size_t segment_bytes() const { return kControlBytes + slot_bytes * static_cast<size_t>(slots); }
 };
 
@@ -31,6 +35,7 @@ class Group {
   std::byte* slot(int rank, uint64_t round) const {
     return segments_[rank].slots() + (round % static_cast<uint64_t>(geometry_.slots)) * geometry_.slot_bytes;
   }
+  std::byte* control_area(int rank) const { return segments_[rank].control_area(); }
   void post(Counter c, uint64_t value) { segments_[rank_].counter(c).store(value, std::memory_order_release); }
   // Until `rank`'s counter reaches `target`; an error when a peer aborted or died meanwhile.
   Status wait(int rank, Counter c, uint64_t target);

@@ -15,10 +15,17 @@ namespace korovod::shm {
 
 // Counters hold absolute round numbers ("round k done" is k + 1), so they only grow, need no
 // reset between collectives, and an algorithm that skips one in a round leaves no stale state.
-enum class Counter : int { kPosted = 0, kReduced = 1, kConsumed = 2, kAborted = 3 };
-inline constexpr int kCounters = 4;
+// kControl counts the negotiation's bit-vector rounds (ShmBackend::allreduce_bits), which run
+// between collectives and so have their own round numbers.
+enum class Counter : int { kPosted = 0, kReduced = 1, kConsumed = 2, kAborted = 3, kControl = 4 };
+inline constexpr int kCounters = 5;
 inline constexpr size_t kCacheLine = 64;
 inline constexpr size_t kControlBytes = 4096;  // slots start page-aligned
+// Inside the control block, after the counters: two buffers (even and odd control rounds) for
+// the negotiation's bit vectors.
+inline constexpr size_t kControlAreaOffset = 1024;
+inline constexpr size_t kControlAreaBytes = kControlBytes - kControlAreaOffset;
+static_assert(kCounters * kCacheLine <= kControlAreaOffset);
 
 class Segment {
  public:
@@ -40,6 +47,7 @@ class Segment {
     return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(base_ + static_cast<int>(c) * kCacheLine));
   }
   std::byte* slots() const { return base_ + kControlBytes; }
+  std::byte* control_area() const { return base_ + kControlAreaOffset; }
   const std::string& name() const { return name_; }
 
  private:

@@ -74,7 +74,8 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   options.transport = *transport;
   // Shared memory for sets on one host (unless TCP is forced), TCP for the rest.
   if (options.config.cpu_operations != "tcp") {
-    const shm::Geometry geometry{static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots};
+    const shm::Geometry geometry{static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots,
+                                 options.config.collective_timeout_seconds};
     options.backends.push_back(std::make_shared<shm::ShmBackendProvider>(*transport, geometry,
                                                                          options.config.cpu_operations == "shm"));
   }

@@ -1,0 +1,16 @@
+// Checks of the shared-memory backend's control-plane role (shm_control_check.cc).
+#pragma once
+
+#include "backend_conformance.h"
+
+namespace korovod::mpitest {
+
+// allreduce_bits (AND and OR, 1 / 17 / the most words, interleaved with data collectives)
+// against MPI_Allreduce on the same vectors, and a clear refusal one word over the limit.
+void check_bits_allreduce(Backend& shm, Backend& reference, Checker& c, int rank);
+
+// The last rank stays away (alive) for twice `bound_seconds`: every other rank's
+// allreduce_bits must fail after about the bound, naming why. Returns the exit code.
+int run_stuck_peer(Backend& shm, int rank, int size, double bound_seconds);
+
+}  // namespace korovod::mpitest
