@@ -68,6 +68,15 @@ TEST(Config, CpuOperationsAndSharedMemoryGeometry) {
   EXPECT_FALSE(parse_config({{"KOROVOD_SHM_SLOT_BYTES", "100"}}).is_ok());
 }
 
+TEST(Config, InlineCyclesOnByDefaultAndSwitchable) {
+  EXPECT_TRUE(parse_config({})->inline_cycles);
+  EXPECT_FALSE(parse_config({{"KOROVOD_INLINE_CYCLES", "0"}})->inline_cycles);
+  EXPECT_FALSE(parse_config({{"HOROVOD_INLINE_CYCLES", "false"}})->inline_cycles);
+  Result<Config> bad = parse_config({{"KOROVOD_INLINE_CYCLES", "sometimes"}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("INLINE_CYCLES"), std::string::npos) << bad.status().message();
+}
+
 TEST(Config, NetworkSettingsAreKeptForTheStartupLineInAFixedOrder) {
   Result<Config> c = parse_config({{"UCX_NET_DEVICES", "mlx5_0:1"}, {"NCCL_IB_HCA", "mlx5_0,mlx5_1"},
                                    {"NCCL_SOCKET_IFNAME", "eth0"}, {"NCCL_DEBUG", "INFO"}});

@@ -18,6 +18,9 @@ enum class LogLevel { kTrace = 0, kDebug, kInfo, kWarning, kError, kFatal };
 struct Config {
   int64_t fusion_threshold_bytes = 128ll * 1024 * 1024;  // 0 disables fusion
   double cycle_time_ms = 1.0;
+  // A thread waiting on an operation runs the negotiation cycles itself (no hand-off to the
+  // background thread and back); see docs/runtime-config.md.
+  bool inline_cycles = true;
   int cache_capacity = 1024;                              // 0 disables the response cache
   std::string timeline_path;                              // "" off; "DYNAMIC" = API only
   bool timeline_mark_cycles = false;

@@ -120,6 +120,7 @@ Result<Config> parse_config(const EnvMap& env) {
   KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "FUSION_THRESHOLD", c.fusion_threshold_bytes, 0));
   KOROVOD_RETURN_IF_ERROR(read_number<double>(env, "CYCLE_TIME", c.cycle_time_ms, 0.0));
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "CACHE_CAPACITY", c.cache_capacity, 0));
+  KOROVOD_RETURN_IF_ERROR(read_bool(env, "INLINE_CYCLES", c.inline_cycles));
   if (auto t = lookup(env, "TIMELINE")) c.timeline_path = t->second;
   KOROVOD_RETURN_IF_ERROR(read_bool(env, "TIMELINE_MARK_CYCLES", c.timeline_mark_cycles));
   bool stall_disable = false;

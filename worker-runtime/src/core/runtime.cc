@@ -134,10 +134,10 @@ Result<std::vector<Handle>> Runtime::grouped_allreduce(const std::vector<std::st
   return enqueue_group(std::move(group));
 }
 
-Result<bool> Runtime::poll(Handle handle) const { return impl_->handles().poll(handle); }
-Status Runtime::wait(Handle handle) const { return impl_->handles().wait(handle, std::nullopt); }
+Result<bool> Runtime::poll(Handle handle) const { return impl_->poll(handle); }
+Status Runtime::wait(Handle handle) const { return impl_->wait(handle, std::nullopt); }
 Status Runtime::wait_for(Handle handle, double timeout_seconds) const {
-  return impl_->handles().wait(handle, timeout_seconds);
+  return impl_->wait(handle, timeout_seconds);
 }
 Result<OpOutput> Runtime::output(Handle handle) const { return impl_->handles().output(handle); }
 void Runtime::release(Handle handle) { impl_->handles().release(handle); }

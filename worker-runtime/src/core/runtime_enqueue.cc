@@ -90,6 +90,11 @@ Result<TensorEntry> RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet&
   r.dtype = a.input.dtype;
   r.name = a.name;
   r.device = a.input.device;
+  if (r.device != kCpuDevice && !device_tensors_seen_.exchange(true)) {
+    // A device collective may block in NCCL, which no shared-memory wait can give up on: from
+    // now on only the background thread runs cycles (see runtime_drive.cc).
+    inline_possible_ = false;
+  }
   r.shape = a.input.shape;
   r.prescale = a.prescale;
   r.postscale = a.postscale;
@@ -140,7 +145,7 @@ Result<std::vector<Handle>> RuntimeImpl::enqueue(std::vector<CollectiveArgs> arg
     for (Handle created : handles) handles_.release(created);
     return st;
   }
-  notify_work();
+  note_work();
   return handles;
 }
 

@@ -54,6 +54,7 @@ Status RuntimeImpl::start() {
     if (!set.is_ok()) return set.status();
     sets_.insert(std::move(set).value());
   }
+  inline_possible_ = config_.inline_cycles && inline_safe();
   if (world_.rank == 0) {  // one line: the data planes the global set actually got
     const auto global = sets_.get(0);
     log_.notice(startup_line(world_, transport_name_, global ? global->backend_for(kCpuDevice) : nullptr,
@@ -71,16 +72,56 @@ Status RuntimeImpl::start() {
   return Status::ok();
 }
 
-void RuntimeImpl::wait_for_next_cycle(std::chrono::steady_clock::time_point cycle_start) {
-  const auto next = cycle_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                      std::chrono::duration<double, std::milli>(params_->cycle_time_ms()));
+void RuntimeImpl::wait_for_next_cycle() {
+  const auto cycle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double, std::milli>(params_->cycle_time_ms()));
   std::unique_lock lock(state_mu_);
   // Horovod sleeps the remainder of cycle_time since the last cycle start. We do the same while
   // tensors are pending (so tensors arriving together still fuse), but an engine with nothing
   // pending wakes for the first new request: a lone small tensor then waits for no timer, and
-  // whatever arrives while that cycle runs is fused into the next one.
-  state_cv_.wait_until(lock, next, [&] { return shutdown_requested_.load() || (engine_idle_ && work_queued_); });
+  // whatever arrives while that cycle runs is fused into the next one. While a waiting caller
+  // drives the cycles (inline_driving_) this thread stands by, and afterwards counts its timer
+  // from the caller's last cycle, so it does not add a cycle right behind the caller's.
+  // The waits are timed even while a caller drives, so a caller that stops driving need not
+  // wake this thread (a futex wake-up per operation is what inline cycles exist to avoid).
+  while (!shutdown_requested_.load() && !loop_done_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (inline_driving_) {
+      state_cv_.wait_until(lock, now + cycle);
+      continue;
+    }
+    if (engine_idle_ && work_queued_) break;
+    const auto next = last_cycle_start_ + cycle;
+    if (now >= next) break;
+    state_cv_.wait_until(lock, next);
+  }
   work_queued_ = false;
+}
+
+bool RuntimeImpl::loop_done() const {
+  std::lock_guard lock(state_mu_);
+  return loop_done_;
+}
+
+bool RuntimeImpl::run_cycle_locked() {
+  {
+    std::lock_guard lock(state_mu_);
+    last_cycle_start_ = std::chrono::steady_clock::now();
+  }
+  cycle_owner_ = std::this_thread::get_id();
+  timeline_.mark_cycle();
+  watchdog_->enter_cycle();
+  const bool keep_going = run_one_cycle();
+  watchdog_->leave_cycle();
+  timeline_.flush();
+  cycle_owner_ = std::thread::id{};
+  if (keep_going && !watchdog_->fired()) return true;
+  {
+    std::lock_guard lock(state_mu_);
+    loop_done_ = true;
+  }
+  state_cv_.notify_all();
+  return false;
 }
 
 void RuntimeImpl::notify_work() {
@@ -91,6 +132,14 @@ void RuntimeImpl::notify_work() {
   state_cv_.notify_all();
 }
 
+void RuntimeImpl::note_work() {
+  // With inline cycles the thread that waits runs the cycle; waking the background thread here
+  // would only make it race the caller for the cycle (see runtime_drive.cc).
+  if (!inline_possible_.load()) return notify_work();
+  std::lock_guard lock(state_mu_);
+  work_queued_ = true;
+}
+
 void RuntimeImpl::background_loop() {
   if (!config_.thread_affinity.empty()) {
     cpu_set_t cpus;
@@ -98,16 +147,16 @@ void RuntimeImpl::background_loop() {
     CPU_SET(config_.thread_affinity[world_.local_rank % config_.thread_affinity.size()], &cpus);
     pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
   }
-  auto cycle_start = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(state_mu_);
+    last_cycle_start_ = std::chrono::steady_clock::now();
+  }
   while (true) {
-    wait_for_next_cycle(cycle_start);
-    cycle_start = std::chrono::steady_clock::now();
-    timeline_.mark_cycle();
-    watchdog_->enter_cycle();
-    const bool keep_going = run_one_cycle();
-    watchdog_->leave_cycle();
-    timeline_.flush();
-    if (!keep_going || watchdog_->fired()) break;
+    wait_for_next_cycle();
+    std::lock_guard cycle(cycle_mu_);  // a waiting caller may be finishing a cycle
+    if (loop_done()) break;
+    // Shutdown is negotiated like any request: the cycle carries it to the other ranks.
+    if (!run_cycle_locked()) break;
   }
   Status final_status = fatal_error();
   drain(final_status.is_ok() ? Status::aborted("korovod has been shut down") : final_status);
@@ -168,6 +217,10 @@ bool RuntimeImpl::run_one_cycle() {
 }
 
 void RuntimeImpl::apply_set_change() {
+  struct Recompute {
+    RuntimeImpl& self;
+    ~Recompute() { self.inline_possible_ = self.config_.inline_cycles && self.inline_safe(); }
+  } recompute{*this};
   std::optional<SetChange> change = sets_.pop_change();
   if (!change) return;
   if (change->add) {

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/engine_parameters.h"
@@ -33,6 +34,11 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
 
   Result<std::vector<Handle>> enqueue(std::vector<CollectiveArgs> args);
   HandleTable& handles() { return handles_; }
+  // runtime_drive.cc. With KOROVOD_INLINE_CYCLES (the default) the waiting thread runs the
+  // negotiation cycles itself while its operation is pending, so a synchronous collective
+  // costs no thread hand-off; poll() wakes the background thread for work it has not seen.
+  Status wait(Handle handle, std::optional<double> timeout_seconds);
+  Result<bool> poll(Handle handle);
   Status fatal_error() const;
 
   Result<int> add_process_set(std::vector<int> ranks);
@@ -45,9 +51,16 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
  private:
   // runtime_impl.cc: the background loop
   void background_loop();
-  void wait_for_next_cycle(std::chrono::steady_clock::time_point cycle_start);
-  void notify_work();  // caller threads: a request was queued
+  void wait_for_next_cycle();
+  void notify_work();  // wakes the background thread for queued work
+  void note_work();    // enqueue: a request was queued (wakes only without inline cycles)
+  // One cycle on whichever thread holds cycle_mu_ (background or a waiting caller): marks,
+  // watchdog, run_one_cycle. false: the engine stops (loop_done_ is set, everyone is woken).
+  bool run_cycle_locked() KOROVOD_REQUIRES(cycle_mu_);
   bool run_one_cycle();  // false: leave the loop
+  void drive_cycles(Handle handle, std::chrono::steady_clock::time_point deadline);
+  bool loop_done() const;
+  bool inline_safe() const;  // from the current sets; cached in inline_possible_
   bool run_set_cycle(ProcessSet& set, bool& stop);
   void apply_set_change();
   void drain(const Status& status);
@@ -78,8 +91,20 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
 
   std::atomic<bool> running_{false};
   std::atomic<bool> shutdown_requested_{false};
-  mutable std::mutex state_mu_;  // guards fatal_, loop_exited_, work_queued_, engine_idle_
+  // One negotiation cycle at a time, whichever thread runs it: cycles are collectives matched
+  // by order across ranks, not by thread, so a waiting caller may run them instead of the
+  // background thread. Everything "background thread only" is guarded by it in effect.
+  std::mutex cycle_mu_;
+  std::atomic<std::thread::id> cycle_owner_{};  // the thread inside a cycle (callbacks may wait)
+  mutable std::mutex state_mu_;  // guards fatal_, loop_exited_, work_queued_, engine_idle_,
+                                 // inline_driving_, loop_done_, last_cycle_start_
   std::condition_variable state_cv_;  // loop exit, shutdown and new-work wake-ups
+  bool inline_driving_ = false;  // a waiting caller runs the cycles; the background thread stands by
+  bool loop_done_ = false;       // some cycle ended the engine (shutdown agreed, error, watchdog)
+  // KOROVOD_INLINE_CYCLES and inline_safe(): recomputed whenever the process sets change.
+  std::atomic<bool> inline_possible_{false};
+  std::atomic<bool> device_tensors_seen_{false};  // some GPU tensor was enqueued
+  std::chrono::steady_clock::time_point last_cycle_start_{};  // paces the background thread
   // A request queued since the loop last looked, and whether the last cycle had nothing to do:
   // an idle engine starts a cycle as soon as work arrives instead of sleeping out cycle_time.
   bool work_queued_ = false;
