@@ -25,6 +25,18 @@ using LogSink = std::function<void(LogLevel, const std::string&)>;
 
 inline constexpr int kGlobalProcessSet = 0;
 
+// The framework's signal that a tensor's data is ready (Horovod's ReadyEvent): for a GPU tensor,
+// typically a CUDA event recorded on the framework's stream right after the kernel that produced
+// it (korovod/cuda.h records one). The engine polls it on the thread that runs the collective,
+// after negotiation and before the data plane reads the tensor, so a collective never reads data
+// the framework's stream has not finished writing.
+class ReadyEvent {
+ public:
+  virtual ~ReadyEvent() = default;
+  // true once the data is ready; an error (a failed CUDA event) stops the engine.
+  virtual Result<bool> ready() const = 0;
+};
+
 struct CollectiveArgs {
   RequestType type = RequestType::kAllreduce;
   std::string name;            // "" -> "<op>.noname.<handle>"
@@ -39,6 +51,7 @@ struct CollectiveArgs {
   DoneCallback on_done;        // on the background thread when the op ends, before poll/wait report
                                // the handle done (so it must not wait on its own handle)
   OutputAllocator allocator;
+  std::shared_ptr<const ReadyEvent> ready_event;  // optional: wait for it before reading input
 };
 
 struct OpOutput {

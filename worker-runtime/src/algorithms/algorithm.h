@@ -21,6 +21,7 @@ struct OpEntry {
   TensorView output;
   std::vector<int32_t> splits;
   OutputAllocator allocator;
+  std::shared_ptr<const ReadyEvent> ready_event;
   Handle handle = 0;
   bool joined_dummy = false;
   std::vector<std::byte> dummy;

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <thread>
+
 namespace korovod {
 namespace {
 
@@ -34,6 +37,7 @@ std::vector<OpEntry> Executor::take_entries(ProcessSet& set, const Response& res
       op.output = entry->output;
       op.splits = std::move(entry->splits);
       op.allocator = std::move(entry->allocator);
+      op.ready_event = std::move(entry->ready_event);
       op.handle = entry->handle;
     } else {
       // Every non-joined rank sent this tensor, so a rank without it has joined.
@@ -59,6 +63,10 @@ Status Executor::run_collective(ProcessSet& set, const Response& response, std::
     return Status::ok();
   }
   for (const auto& e : entries) timeline_.op_start(e.name, response.type);
+  if (Status ready = wait_until_ready(entries); !ready.is_ok()) {
+    complete_all(entries, ready);
+    return ready;  // this rank cannot take part: the others would wait for it, so stop the engine
+  }
   OpContext ctx{*backend, fusion_, timeline_, handles_, response, entries};
   Status status = dispatch(ctx);
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -70,6 +78,34 @@ Status Executor::run_collective(ProcessSet& set, const Response& response, std::
   // allocator refusing) only fails these operations.
   return status.code() == StatusCode::kUnknownError || status.code() == StatusCode::kAborted ? status
                                                                                                : Status::ok();
+}
+
+Status Executor::wait_until_ready(const std::vector<OpEntry>& entries) const {
+  using Steady = std::chrono::steady_clock;
+  const auto deadline = ready_timeout_s_ > 0 ? Steady::now() + std::chrono::duration_cast<Steady::duration>(
+                                                                    std::chrono::duration<double>(ready_timeout_s_))
+                                             : Steady::time_point::max();
+  for (const OpEntry& e : entries) {
+    if (!e.ready_event) continue;
+    for (int polls = 0;; ++polls) {
+      Result<bool> ready = e.ready_event->ready();
+      if (!ready.is_ok()) {
+        return Status::aborted(fmt::format("tensor '{}': its ready event failed: {}", e.name, ready.status().message()));
+      }
+      if (*ready) break;
+      if (Steady::now() >= deadline) {
+        return Status::aborted(fmt::format("tensor '{}': its ready event did not fire within {} s "
+                                           "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS)", e.name, ready_timeout_s_));
+      }
+      // A kernel usually finishes within microseconds of negotiation; beyond that, stop spinning.
+      if (polls < 64) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+  }
+  return Status::ok();
 }
 
 Status Executor::execute(ProcessSet& set, const Response& response) {

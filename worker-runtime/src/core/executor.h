@@ -11,8 +11,11 @@ namespace korovod {
 
 class Executor {
  public:
-  Executor(FusionBufferManager& fusion, Timeline& timeline, HandleTable& handles, const Logger& log)
-      : fusion_(fusion), timeline_(timeline), handles_(handles), log_(log) {}
+  // ready_timeout_seconds: how long a tensor's ReadyEvent may keep the collective waiting (0 =
+  // no bound; the runtime passes half of KOROVOD_COLLECTIVE_TIMEOUT_SECONDS).
+  Executor(FusionBufferManager& fusion, Timeline& timeline, HandleTable& handles, const Logger& log,
+           double ready_timeout_seconds = 0)
+      : fusion_(fusion), timeline_(timeline), handles_(handles), log_(log), ready_timeout_s_(ready_timeout_seconds) {}
 
   Status execute(ProcessSet& set, const Response& response);
 
@@ -20,11 +23,13 @@ class Executor {
   std::vector<OpEntry> take_entries(ProcessSet& set, const Response& response);
   void complete_all(std::vector<OpEntry>& entries, const Status& status);
   Status run_collective(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries);
+  Status wait_until_ready(const std::vector<OpEntry>& entries) const;
 
   FusionBufferManager& fusion_;
   Timeline& timeline_;
   HandleTable& handles_;
   const Logger& log_;
+  double ready_timeout_s_;
 };
 
 }  // namespace korovod

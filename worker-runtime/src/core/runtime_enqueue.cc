@@ -112,6 +112,7 @@ Result<TensorEntry> RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet&
   e.output = a.output;
   e.splits = std::move(a.splits);
   e.allocator = std::move(a.allocator);
+  e.ready_event = std::move(a.ready_event);
   e.handle = handle;
   return e;
 }

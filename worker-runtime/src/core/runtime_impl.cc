@@ -21,7 +21,9 @@ RuntimeImpl::RuntimeImpl(RuntimeOptions options)
       transport_name_(transport_->name()),
       timeline_(*clock_),
       fusion_(config_.fusion_threshold_bytes),
-      executor_(fusion_, timeline_, handles_, log_) {
+      // Half the collective timeout for a ready event, so it is reported (naming the tensor)
+      // before the watchdog fails the whole cycle.
+      executor_(fusion_, timeline_, handles_, log_, config_.collective_timeout_seconds / 2) {
   log_.set_rank(world_.rank);
   for (const auto& b : backend_providers_) backend_names_.push_back(b->name());
 }

@@ -20,6 +20,7 @@ struct TensorEntry {
   TensorView output;
   std::vector<int32_t> splits;
   OutputAllocator allocator;
+  std::shared_ptr<const ReadyEvent> ready_event;
   Handle handle = 0;
 };
 

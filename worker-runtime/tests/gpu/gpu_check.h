@@ -52,5 +52,6 @@ void check_allreduce(GpuContext& g);
 void check_allreduce_scaled_and_grouped(GpuContext& g);
 void check_allgather_broadcast(GpuContext& g);
 void check_alltoall_reducescatter_barrier(GpuContext& g);
+void check_ready_event(GpuContext& g);  // the framework's stream event is waited for
 
 }  // namespace korovod::gputest

@@ -42,6 +42,7 @@ int run(int rank, int size) {
   check_allreduce_scaled_and_grouped(g);
   check_allgather_broadcast(g);
   check_alltoall_reducescatter_barrier(g);
+  check_ready_event(g);
   g.outputs.clear();
   Status down = rt->shutdown();
   MPI_CHECK(c, down.is_ok(), "shutdown: {}", down.to_string());
