@@ -59,7 +59,11 @@ Status RuntimeImpl::start() {
   inline_possible_ = config_.inline_cycles && inline_safe();
   if (world_.rank == 0) {  // one line: the data planes the global set actually got
     const auto global = sets_.get(0);
-    log_.notice(startup_line(world_, transport_name_, global ? global->backend_for(kCpuDevice) : nullptr,
+    // The negotiation runs where it actually runs: on shared memory once the set has it there.
+    const std::string control = global && global->control_on_data_plane
+                                    ? fmt::format("SHM ({} for setup)", transport_name_)
+                                    : transport_name_;
+    log_.notice(startup_line(world_, control, global ? global->backend_for(kCpuDevice) : nullptr,
                              global ? global->backend_for(0) : nullptr, backend_providers_, config_));
   }
   if (world_.rank == 0 && !config_.timeline_path.empty() && config_.timeline_path != "DYNAMIC") {

@@ -1,5 +1,5 @@
 // Rank 0's one line, at startup, about the transport the runtime actually chose, e.g.
-//   korovod: data plane: SHM (4 ranks on 1 host), control: MPI; GPU data plane: NCCL 2.23.4
+//   korovod: data plane: SHM (4 ranks on 1 host), control: SHM (MPI for setup); GPU data plane: NCCL 2.23.4
 //   (4 GPUs visible); NCCL_IB_HCA=mlx5_0 NCCL_SOCKET_IFNAME=eth0
 #pragma once
 

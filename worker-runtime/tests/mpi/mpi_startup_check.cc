@@ -33,7 +33,9 @@ void check_startup_line(Checker& c, int size) {
 #else
   const std::string gpu = "GPU data plane: none (built without NCCL)";
 #endif
-  const std::string head = fmt::format("korovod: data plane: {} ({} ranks on 1 host), control: MPI; ", plane, size);
+  // Shared memory carries the negotiation too, once MPI has set it up (process_set.cc).
+  const std::string control = plane == "SHM" ? "SHM (MPI for setup)" : "MPI";
+  const std::string head = fmt::format("korovod: data plane: {} ({} ranks on 1 host), control: {}; ", plane, size, control);
   MPI_CHECK(c, lines[0].rfind(head + gpu, 0) == 0, "startup line '{}' does not start with '{}'", lines[0], head + gpu);
   MPI_CHECK(c, lines[0].ends_with("; NCCL_SOCKET_IFNAME=lo"), "startup line '{}' lacks the network settings", lines[0]);
 }
