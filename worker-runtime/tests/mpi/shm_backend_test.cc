@@ -83,5 +83,6 @@ int main(int argc, char** argv) {
   if (MPI_CHECK(c, d.under_test && d.reference, "default geometry shm backend: {}", d.error)) {
     check_large_allreduce(*d.under_test, *d.reference, c, (3 << 20) / 4 + 11, rank, "default geometry");
   }
+  if (size == 4) check_device_hierarchical_on_cpu(mpi.context(), c, rank, size);
   return verdict(c, fmt::format("rt_shm_test np={}", size));  // the backends go before MPI (see MpiSession)
 }

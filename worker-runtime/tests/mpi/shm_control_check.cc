@@ -7,6 +7,11 @@
 #include <chrono>
 #include <thread>
 
+#include "transport/common/device_hierarchical_backend.h"
+#include "transport/common/host_groups.h"
+#include "transport/mpi/mpi_providers.h"
+#include "transport/shm/shm_provider.h"
+
 namespace korovod::mpitest {
 namespace {
 
@@ -70,6 +75,61 @@ int run_stuck_peer(Backend& shm, int rank, int size, double bound_seconds) {
     fmt::print("[rank {}] SHM-STUCK-OK after {:.2f} s: {}\n", rank, waited, st.message());
   }
   return verdict(c, fmt::format("rt_shm_stuck_peer np={}", size));
+}
+
+namespace {
+
+// Builds the composition the NCCL provider builds, with host backends in the device's place.
+class HierarchicalOnCpu final : public BackendProvider {
+ public:
+  explicit HierarchicalOnCpu(std::shared_ptr<mpi::MpiContext> ctx) : ctx_(std::move(ctx)) {}
+  std::string name() const override { return "hierarchical(SHM in host, MPI across)"; }
+  Result<std::unique_ptr<Backend>> create_backend(const std::vector<int>& ranks, int set_id) override {
+    std::vector<std::string> hosts;
+    for (int r : ranks) hosts.push_back(fmt::format("simulated-host-{}", r / 2));
+    int me = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    std::optional<HostGroups> groups = host_groups(hosts, ranks, me);
+    if (!groups) return Status::invalid_argument("no host groups for this layout");
+    mpi::MpiBackendProvider mpi_provider(ctx_);
+    shm::ShmBackendProvider shm_provider(std::make_shared<mpi::MpiTransportProvider>(ctx_), shm::Geometry{4096, 4}, true);
+    Result<std::unique_ptr<Backend>> flat = mpi_provider.create_backend(ranks, set_id + 100);
+    if (!flat.is_ok()) return flat.status();
+    Result<std::unique_ptr<Backend>> local = shm_provider.create_backend(groups->local, set_id + 200);
+    if (!local.is_ok()) return local.status();
+    Result<std::unique_ptr<Backend>> cross = mpi_provider.create_backend(groups->cross, set_id + 300);
+    if (!cross.is_ok()) return cross.status();
+    return std::unique_ptr<Backend>(std::make_unique<DeviceHierarchicalBackend>(
+        std::move(flat).value(), std::move(local).value(), std::move(cross).value()));
+  }
+
+ private:
+  std::shared_ptr<mpi::MpiContext> ctx_;
+};
+
+}  // namespace
+
+void check_device_hierarchical_on_cpu(const std::shared_ptr<mpi::MpiContext>& ctx, Checker& c, int rank, int size) {
+  HierarchicalOnCpu provider(ctx);
+  BackendPair b = make_backends(provider, ctx, 40, size);
+  if (!MPI_CHECK(c, b.under_test && b.reference, "device-hierarchical composition: {}", b.error)) return;
+  // Host groups as the NCCL provider computes them: {0,1} and {2,3} inside, {0,2} and {1,3} across.
+  const std::vector<std::string> hosts = {"a", "a", "b", "b"};
+  const std::optional<HostGroups> g = host_groups(hosts, {0, 1, 2, 3}, rank);
+  MPI_CHECK(c, g && g->local == (std::vector<int>{rank / 2 * 2, rank / 2 * 2 + 1}) &&
+                   g->cross == (std::vector<int>{rank % 2, rank % 2 + 2}),
+            "host_groups for two hosts of two ranks");
+  MPI_CHECK(c, !host_groups({"a", "a", "a", "b"}, {0, 1, 2, 3}, rank), "unequal hosts: no hierarchy");
+  const auto sizes = [](DataType) { return std::vector<int64_t>{0, 1, 3, 7, 1027, 5000}; };
+  check_reductions(*b.under_test, *b.reference, c, sizes, rank, size);
+  // Average as the engine hands it to a device backend: Sum on both levels, 1/size once.
+  std::vector<float> in(1001), out(1001), want(1001);
+  for (size_t i = 0; i < in.size(); ++i) {
+    in[i] = static_cast<float>(rank + 1 + i % 5);
+    want[i] = (size * (size + 1) / 2.0f + size * static_cast<float>(i % 5)) / size * 3.0f;
+  }
+  Status st = b.under_test->allreduce_scaled(in.data(), out.data(), 1001, DataType::kFloat32, ReduceOp::kAverage, 1.0, 3.0);
+  MPI_CHECK(c, st.is_ok() && out == want, "hierarchical Average with postscale 3: {}", st.message());
 }
 
 }  // namespace korovod::mpitest

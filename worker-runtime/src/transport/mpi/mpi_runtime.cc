@@ -33,8 +33,16 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
   // First enabled backend wins: NCCL for GPU tensors (when built; enabled only for device >= 0);
   // for CPU tensors TCP when forced, else shared memory for sets on one host (unless forced
   // off); MPI for the rest and as the fallback.
+  auto mpi_backends = std::make_shared<mpi::MpiBackendProvider>(*ctx);
 #ifdef KOROVOD_HAVE_NCCL
-  options.backends.push_back(std::make_shared<nccl::NcclBackendProvider>(transport, (*ctx)->info().local_rank));
+  // Hierarchical allreduce of GPU tensors: NCCL inside a host, MPI across hosts.
+  nccl::NcclHierarchy hierarchy;
+  if (options.config.hierarchical_allreduce) {
+    hierarchy.cross = mpi_backends;
+    hierarchy.host_id = options.config.host_id.empty() ? shm::host_identity() : options.config.host_id;
+  }
+  options.backends.push_back(
+      std::make_shared<nccl::NcclBackendProvider>(transport, (*ctx)->info().local_rank, std::move(hierarchy)));
 #endif
   if (options.config.cpu_operations == "tcp") {
     tcp::TcpOptions tcp_options;
@@ -43,7 +51,8 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
     tcp_options.timeout_seconds = options.config.collective_timeout_seconds;
     tcp_options.hierarchical_allreduce = options.config.hierarchical_allreduce;
     tcp_options.host_id = options.config.host_id;
-    tcp_options.shm_geometry = {static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots};
+    tcp_options.shm_geometry = {static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots,
+                                options.config.collective_timeout_seconds};
     options.backends.push_back(std::make_shared<tcp::TcpBackendProvider>(transport, tcp_options));
   } else if (options.config.cpu_operations != "mpi") {
     const shm::Geometry geometry{static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots,
@@ -51,7 +60,7 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
     options.backends.push_back(std::make_shared<shm::ShmBackendProvider>(transport, geometry,
                                                                          options.config.cpu_operations == "shm"));
   }
-  options.backends.push_back(std::make_shared<mpi::MpiBackendProvider>(*ctx));
+  options.backends.push_back(std::move(mpi_backends));
   options.process_sets = std::move(process_sets);
   return options;
 }

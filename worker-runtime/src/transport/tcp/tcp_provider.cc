@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "transport/common/host_groups.h"
 #include "transport/shm/shm_provider.h"
 #include "transport/tcp/address.h"
 #include "transport/tcp/hierarchical_backend.h"
@@ -48,32 +49,6 @@ Result<std::vector<std::string>> agree(ControlChannel& ctl, const Status& mine, 
 
 }  // namespace
 
-namespace {
-
-// Members of the set by host (hosts ordered by their lowest rank): `local` = the members on
-// this rank's host, `cross` = the member with this rank's local index on every host. None when
-// the set is on one host, has one rank per host, or hosts have different numbers of ranks.
-std::optional<HostGroups> host_groups(const std::vector<std::string>& hosts, const std::vector<int>& global_ranks,
-                                      int me) {
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<int>> members;
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    if (members.count(hosts[i]) == 0) order.push_back(hosts[i]);
-    members[hosts[i]].push_back(global_ranks[i]);
-  }
-  const size_t local_size = members[hosts[me]].size();
-  for (const auto& [host, ranks] : members) {
-    if (ranks.size() != local_size) return std::nullopt;
-  }
-  if (order.size() < 2 || local_size < 2) return std::nullopt;
-  HostGroups g;
-  g.local = members[hosts[me]];
-  const size_t index = static_cast<size_t>(std::find(g.local.begin(), g.local.end(), global_ranks[me]) - g.local.begin());
-  for (const std::string& h : order) g.cross.push_back(members[h][index]);
-  return g;
-}
-
-}  // namespace
 
 Result<std::unique_ptr<Backend>> TcpBackendProvider::create_flat(ControlChannel& ctl, const std::vector<int>& global_ranks,
                                                                  int set_id) {

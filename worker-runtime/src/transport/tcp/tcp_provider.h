@@ -9,6 +9,7 @@
 #include <string>
 
 #include "korovod/transport.h"
+#include "transport/common/host_groups.h"
 #include "transport/shm/shm_group.h"
 
 namespace korovod::tcp {
@@ -25,9 +26,6 @@ struct TcpOptions {
   shm::Geometry shm_geometry;
 };
 
-struct HostGroups {
-  std::vector<int> local, cross;  // global ranks
-};
 
 class TcpBackendProvider final : public BackendProvider {
  public:
