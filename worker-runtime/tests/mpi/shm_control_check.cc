@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "transport/common/device_hierarchical_backend.h"
+#include "transport/common/hierarchical_backend.h"
 #include "transport/common/host_groups.h"
 #include "transport/mpi/mpi_providers.h"
 #include "transport/shm/shm_provider.h"
@@ -77,13 +77,49 @@ int run_stuck_peer(Backend& shm, int rank, int size, double bound_seconds) {
   return verdict(c, fmt::format("rt_shm_stuck_peer np={}", size));
 }
 
+void check_hierarchical(const std::shared_ptr<mpi::MpiContext>& ctx, Checker& c, int rank, int size, bool staged);
+
 namespace {
+
+// A host backend posing as a device backend (enabled for device 0, not for the CPU), so that the
+// hierarchy stages its shard through copy() as it does with NCCL.
+class PosingAsDevice final : public Backend {
+ public:
+  explicit PosingAsDevice(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name() + " posing as a device"; }
+  bool enabled(int device) const override { return device == 0; }
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  Status allreduce(const void* s, void* r, int64_t n, DataType t, ReduceOp op) override {
+    return inner_->allreduce(s, r, n, t, op);
+  }
+  Status allgatherv(const void* s, int64_t sb, void* r, const std::vector<int64_t>& rb) override {
+    return inner_->allgatherv(s, sb, r, rb);
+  }
+  Status broadcast(void* b, int64_t n, int root) override { return inner_->broadcast(b, n, root); }
+  Status alltoallv(const void* s, const std::vector<int64_t>& sb, void* r, const std::vector<int64_t>& rb) override {
+    return inner_->alltoallv(s, sb, r, rb);
+  }
+  Status reducescatter(const void* s, void* r, const std::vector<int64_t>& rc, DataType t, ReduceOp op) override {
+    return inner_->reducescatter(s, r, rc, t, op);
+  }
+  Status barrier() override { return inner_->barrier(); }
+  Status copy(void* dst, const void* src, int64_t bytes) override {
+    ++copies;
+    return inner_->copy(dst, src, bytes);
+  }
+  int copies = 0;
+
+ private:
+  std::unique_ptr<Backend> inner_;
+};
 
 // Builds the composition the NCCL provider builds, with host backends in the device's place.
 class HierarchicalOnCpu final : public BackendProvider {
  public:
-  explicit HierarchicalOnCpu(std::shared_ptr<mpi::MpiContext> ctx) : ctx_(std::move(ctx)) {}
+  HierarchicalOnCpu(std::shared_ptr<mpi::MpiContext> ctx, bool staged) : ctx_(std::move(ctx)), staged_(staged) {}
   std::string name() const override { return "hierarchical(SHM in host, MPI across)"; }
+  PosingAsDevice* staged_local = nullptr;  // set by create_backend when staged
   Result<std::unique_ptr<Backend>> create_backend(const std::vector<int>& ranks, int set_id) override {
     std::vector<std::string> hosts;
     for (int r : ranks) hosts.push_back(fmt::format("simulated-host-{}", r / 2));
@@ -97,22 +133,32 @@ class HierarchicalOnCpu final : public BackendProvider {
     if (!flat.is_ok()) return flat.status();
     Result<std::unique_ptr<Backend>> local = shm_provider.create_backend(groups->local, set_id + 200);
     if (!local.is_ok()) return local.status();
+    if (staged_) {
+      auto posing = std::make_unique<PosingAsDevice>(std::move(local).value());
+      staged_local = posing.get();
+      local = std::unique_ptr<Backend>(std::move(posing));
+    }
     Result<std::unique_ptr<Backend>> cross = mpi_provider.create_backend(groups->cross, set_id + 300);
     if (!cross.is_ok()) return cross.status();
-    return std::unique_ptr<Backend>(std::make_unique<DeviceHierarchicalBackend>(
+    return std::unique_ptr<Backend>(std::make_unique<HierarchicalBackend>(
         std::move(flat).value(), std::move(local).value(), std::move(cross).value()));
   }
 
  private:
   std::shared_ptr<mpi::MpiContext> ctx_;
+  bool staged_;
 };
 
 }  // namespace
 
 void check_device_hierarchical_on_cpu(const std::shared_ptr<mpi::MpiContext>& ctx, Checker& c, int rank, int size) {
-  HierarchicalOnCpu provider(ctx);
-  BackendPair b = make_backends(provider, ctx, 40, size);
-  if (!MPI_CHECK(c, b.under_test && b.reference, "device-hierarchical composition: {}", b.error)) return;
+  for (bool staged : {false, true}) check_hierarchical(ctx, c, rank, size, staged);
+}
+
+void check_hierarchical(const std::shared_ptr<mpi::MpiContext>& ctx, Checker& c, int rank, int size, bool staged) {
+  HierarchicalOnCpu provider(ctx, staged);
+  BackendPair b = make_backends(provider, ctx, staged ? 41 : 40, size);
+  if (!MPI_CHECK(c, b.under_test && b.reference, "hierarchical composition (staged {}): {}", staged, b.error)) return;
   // Host groups as the NCCL provider computes them: {0,1} and {2,3} inside, {0,2} and {1,3} across.
   const std::vector<std::string> hosts = {"a", "a", "b", "b"};
   const std::optional<HostGroups> g = host_groups(hosts, {0, 1, 2, 3}, rank);
@@ -129,7 +175,10 @@ void check_device_hierarchical_on_cpu(const std::shared_ptr<mpi::MpiContext>& ct
     want[i] = (size * (size + 1) / 2.0f + size * static_cast<float>(i % 5)) / size * 3.0f;
   }
   Status st = b.under_test->allreduce_scaled(in.data(), out.data(), 1001, DataType::kFloat32, ReduceOp::kAverage, 1.0, 3.0);
-  MPI_CHECK(c, st.is_ok() && out == want, "hierarchical Average with postscale 3: {}", st.message());
+  MPI_CHECK(c, st.is_ok() && out == want, "hierarchical Average with postscale 3 (staged {}): {}", staged, st.message());
+  if (staged) {
+    MPI_CHECK(c, provider.staged_local && provider.staged_local->copies > 0, "a device-posing local backend is staged");
+  }
 }
 
 }  // namespace korovod::mpitest

@@ -13,7 +13,7 @@ void check_bits_allreduce(Backend& shm, Backend& reference, Checker& c, int rank
 // allreduce_bits must fail after about the bound, naming why. Returns the exit code.
 int run_stuck_peer(Backend& shm, int rank, int size, double bound_seconds);
 
-// np = 4 as two simulated hosts of two ranks (host = rank / 2): DeviceHierarchicalBackend (the
+// np = 4 as two simulated hosts of two ranks (host = rank / 2): HierarchicalBackend (the
 // NCCL hierarchical allreduce's composition) with shared memory in the place of NCCL inside a
 // host and MPI across, against the MPI backend: every reduction bitwise equal, in and out of place.
 void check_device_hierarchical_on_cpu(const std::shared_ptr<mpi::MpiContext>& ctx, Checker& c, int rank, int size);

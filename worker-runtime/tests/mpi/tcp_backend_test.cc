@@ -16,7 +16,7 @@
 
 #include "backend_conformance.h"
 #include "transport/mpi/mpi_providers.h"
-#include "transport/tcp/hierarchical_backend.h"
+#include "transport/common/hierarchical_backend.h"
 #include "transport/tcp/tcp_provider.h"
 
 namespace korovod::mpitest {
@@ -71,7 +71,7 @@ int run_hierarchical(const std::shared_ptr<mpi::MpiContext>& ctx, int rank, int 
   MPI_CHECK(c, !options.host_id.empty(), "KOROVOD_HOST_ID is not set (run through tcp_as_hosts.sh)");
   BackendPair b = make_tcp_backends(ctx, options, 0, size);
   if (!MPI_CHECK(c, b.under_test && b.reference, "tcp backend: {}", b.error)) MPI_Abort(MPI_COMM_WORLD, 2);
-  const auto* hier = dynamic_cast<const tcp::HierarchicalBackend*>(b.under_test.get());
+  const auto* hier = dynamic_cast<const HierarchicalBackend*>(b.under_test.get());
   const bool want_hier = size % 2 == 0 && size >= 4;
   MPI_CHECK(c, (hier != nullptr) == want_hier, "hierarchical backend built: {} (expected {})", hier != nullptr,
             want_hier);

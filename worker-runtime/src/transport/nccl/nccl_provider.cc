@@ -4,7 +4,7 @@
 
 #include <optional>
 
-#include "transport/common/device_hierarchical_backend.h"
+#include "transport/common/hierarchical_backend.h"
 #include "transport/common/host_groups.h"
 #include "transport/nccl/nccl_backend.h"
 #include "transport/nccl/nccl_mapping.h"
@@ -37,7 +37,7 @@ Result<std::unique_ptr<Backend>> NcclBackendProvider::create_backend(const std::
   Result<std::unique_ptr<Backend>> cross = hierarchy_.cross->create_backend(groups->cross, set_id);
   if (!cross.is_ok()) return cross.status();
   return std::unique_ptr<Backend>(
-      std::make_unique<DeviceHierarchicalBackend>(std::move(flat), std::move(local), std::move(cross).value()));
+      std::make_unique<HierarchicalBackend>(std::move(flat), std::move(local), std::move(cross).value()));
 }
 
 }  // namespace korovod::nccl

@@ -12,7 +12,7 @@ namespace korovod::nccl {
 
 // KOROVOD_HIERARCHICAL_ALLREDUCE: for a set that spans hosts with the same number of ranks on
 // each, allreduce runs NCCL inside each host and `cross` (the CPU backend: MPI or TCP) across
-// hosts (DeviceHierarchicalBackend); host identities are exchanged at set creation.
+// hosts (HierarchicalBackend); host identities are exchanged at set creation.
 struct NcclHierarchy {
   std::shared_ptr<BackendProvider> cross;  // null: no hierarchical allreduce
   std::string host_id;                     // this rank's host identity

@@ -10,7 +10,7 @@
 #include "transport/common/host_groups.h"
 #include "transport/shm/shm_provider.h"
 #include "transport/tcp/address.h"
-#include "transport/tcp/hierarchical_backend.h"
+#include "transport/common/hierarchical_backend.h"
 #include "transport/tcp/mesh_setup.h"
 #include "transport/tcp/tcp_backend.h"
 

@@ -1,4 +1,4 @@
-#include "transport/common/device_hierarchical_backend.h"
+#include "transport/common/hierarchical_backend.h"
 
 #include <algorithm>
 
@@ -6,8 +6,8 @@
 
 namespace korovod {
 
-Status DeviceHierarchicalBackend::hierarchical(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op,
-                                               double prescale, double postscale) {
+Status HierarchicalBackend::hierarchical(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op,
+                                         double prescale, double postscale) {
   if (count == 0) return Status::ok();
   const int n = local_->size(), me = local_->rank();
   const int64_t elem = element_size(dtype);
@@ -27,17 +27,19 @@ Status DeviceHierarchicalBackend::hierarchical(const void* send, void* recv, int
   const double post = op == ReduceOp::kAverage ? postscale / size() : postscale;
   KOROVOD_RETURN_IF_ERROR(prescale != 1.0 ? local_->reducescatter_scaled(send, shard, counts, dtype, wire, prescale, 1.0)
                                           : local_->reducescatter(send, shard, counts, dtype, wire));
-  if (bytes[me] > 0) {
+  // A host backend's shard is host memory: allreduce it across hosts where it is. A device
+  // backend's is staged to host memory and back.
+  const bool stage = !local_->enabled(kCpuDevice) && bytes[me] > 0;
+  std::byte* host = shard;
+  if (stage) {
     if (host_shard_.size() < static_cast<size_t>(bytes[me])) host_shard_.resize(static_cast<size_t>(bytes[me]));
-    KOROVOD_RETURN_IF_ERROR(local_->copy(host_shard_.data(), shard, bytes[me]));
+    host = host_shard_.data();
+    KOROVOD_RETURN_IF_ERROR(local_->copy(host, shard, bytes[me]));
   }
   // Every rank with this local index joins the cross allreduce, even with an empty shard.
-  std::byte* host = host_shard_.empty() ? nullptr : host_shard_.data();
   KOROVOD_RETURN_IF_ERROR(cross_->allreduce(host, host, counts[me], dtype, wire));
-  if (bytes[me] > 0) {
-    if (post != 1.0) kernels::scale(dtype, host, counts[me], post);
-    KOROVOD_RETURN_IF_ERROR(local_->copy(shard, host, bytes[me]));
-  }
+  if (post != 1.0 && bytes[me] > 0) kernels::scale(dtype, host, counts[me], post);
+  if (stage) KOROVOD_RETURN_IF_ERROR(local_->copy(shard, host, bytes[me]));
   return local_->allgatherv(shard, bytes[me], recv, bytes);
 }
 

@@ -1,14 +1,15 @@
-// Hierarchical allreduce for device tensors (Horovod's NCCLHierarchicalAllreduce,
-// KOROVOD_HIERARCHICAL_ALLREDUCE=1): for a set spanning hosts with the same number of ranks on
-// each, a reduce-scatter on the host's device backend (NCCL among the host's GPUs) leaves local
-// rank j with shard j of its host's sum in place in the output; the shard is staged to host
-// memory, allreduced across hosts on a CPU backend (TCP or MPI, the ranks with local index j),
-// staged back, and an allgather on the device backend completes the output on every GPU. Each
-// shard comes out of one cross-host allreduce and is only copied after that, so every rank gets
-// the same bits. Every other collective runs on the flat device backend of the whole set.
-//
-// Nothing here touches CUDA: the device backends move the memory (their copy() stages), so the
-// composition is tested on CPU with shared memory as the "device" backend (rt_shm_test).
+// Hierarchical allreduce (KOROVOD_HIERARCHICAL_ALLREDUCE=1) for a set spanning hosts with the
+// same number of ranks on each: a reduce-scatter on the host's `local` backend leaves local rank j
+// with shard j of its host's sum, in place in the output; the shard is allreduced across hosts on
+// the `cross` backend (the ranks with local index j, one per host), and an allgather on the local
+// backend completes the output. Each shard comes out of one cross-host allreduce and is only
+// copied after that, so every rank gets the same bits. Every other collective runs on the flat
+// backend of the whole set.
+//   CPU tensors (TCP data plane): local = shared memory, cross = TCP.
+//   GPU tensors (Horovod's NCCLHierarchicalAllreduce): local = NCCL in the host, cross = MPI;
+//   the shard is staged to host memory and back through the local backend's copy().
+// Nothing here touches CUDA, so the staged composition is also tested on CPU, with shared memory
+// in NCCL's place (rt_shm_np4).
 #pragma once
 
 #include <memory>
@@ -19,9 +20,9 @@
 
 namespace korovod {
 
-class DeviceHierarchicalBackend final : public Backend {
+class HierarchicalBackend final : public Backend {
  public:
-  DeviceHierarchicalBackend(std::unique_ptr<Backend> flat, std::unique_ptr<Backend> local,
+  HierarchicalBackend(std::unique_ptr<Backend> flat, std::unique_ptr<Backend> local,
                             std::unique_ptr<Backend> cross)
       : flat_(std::move(flat)), local_(std::move(local)), cross_(std::move(cross)) {}
 
@@ -63,7 +64,7 @@ class DeviceHierarchicalBackend final : public Backend {
                       double postscale);
 
   std::unique_ptr<Backend> flat_, local_, cross_;
-  std::vector<std::byte> host_shard_;  // the staged shard, host memory
+  std::vector<std::byte> host_shard_;  // the staged shard (device local backend only)
 };
 
 }  // namespace korovod
