@@ -1,8 +1,8 @@
-// The store's relist from raw list pages: one SAX pass over a List's JSON writes each item
-// straight into its entry (the MessagePack body, key, resourceVersion, labels, owner uids, uid),
-// as make_entry() does from an Object, without building an Object per item. Why: building the
-// DOM (a std::map per JSON object, a std::string per value), re-encoding it and freeing it was
-// most of the CPU an informer spent syncing.
+// The store's relist from raw list pages: one SAX pass (json_scan.h) over a List's JSON writes
+// each item straight into its entry (the MessagePack body, key, resourceVersion, labels, owner
+// uids, uid), as make_entry() does from an Object, without building an Object per item. Why:
+// building the DOM (a std::map per JSON object, a std::string per value), re-encoding it and
+// freeing it was most of the CPU an informer spent syncing.
 //
 // The entries are the ones make_entry() makes from what RestClient::list returns: the same
 // fields left out of the body and restored on decode, managedFields stripped, kind/apiVersion
@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kube/json_scan.h"
 #include "kube/msgpack_writer.h"
 #include "kube/object_meta.h"
 #include "kube/store.h"
@@ -28,53 +29,42 @@ ApiError invalid(const std::string& what) {
 
 class Store::PageDecoder {
  public:
-  using json = nlohmann::json;
-  using string_t = json::string_t;
-
   PageDecoder(Store& store, const Resource& r, std::vector<EntryPtr>& out)
       : store_(store), resource_(r), api_version_of_resource_(r.api_version()), out_(out) {}
 
   ListResult decode(std::string_view body) {
-    json::sax_parse(body.data(), body.data() + body.size(), this);
+    try {
+      JsonScanner<PageDecoder>(body, *this).run();
+    } catch (const JsonScanError& e) {
+      throw invalid(e.what());
+    }
     if (!saw_root_) throw invalid("empty body");
     return std::move(page_);
   }
 
-  // --- nlohmann::json SAX interface ---
-  bool null() {
+  // --- JsonScanner's handler interface ---
+  void null() {
     if (scalar_value()) msgpack::write_nil(buf_);
-    return true;
   }
-  bool boolean(bool v) {
+  void boolean(bool v) {
     if (top_role() == Role::Owner && pending_key_ == "controller" && v) ref_controller_ = true;
     if (scalar_value()) msgpack::write_bool(buf_, v);
-    return true;
   }
-  bool number_integer(json::number_integer_t v) {
+  void number_integer(int64_t v) {
     if (scalar_value()) msgpack::write_int(buf_, v);
-    return true;
   }
-  bool number_unsigned(json::number_unsigned_t v) {
+  void number_unsigned(uint64_t v) {
     if (scalar_value()) msgpack::write_uint(buf_, v);
-    return true;
   }
-  bool number_float(json::number_float_t v, const string_t&) {
+  void number_float(double v) {
     if (scalar_value()) msgpack::write_float(buf_, v);
-    return true;
   }
-  bool binary(json::binary_t&) { return true; }  // JSON text has none
-  bool string(string_t& v);
-  bool key(string_t& k) {
-    pending_key_.assign(k);
-    return true;
-  }
-  bool start_object(std::size_t) { return open(true); }
-  bool start_array(std::size_t) { return open(false); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
-  bool parse_error(std::size_t position, const std::string&, const json::exception& e) {
-    throw invalid("not valid JSON at byte " + std::to_string(position) + " (" + e.what() + ")");
-  }
+  void string(std::string_view v);
+  void key(std::string_view k) { pending_key_.assign(k); }
+  void start_object() { open(true); }
+  void start_array() { open(false); }
+  void end_object() { close(); }
+  void end_array() { close(); }
 
  private:
   // Where a value sits, which decides what happens to it.
@@ -127,8 +117,8 @@ class Store::PageDecoder {
   ApiError not_an_object() const {
     return invalid("item " + std::to_string(item_index_) + " is not an object");
   }
-  bool open(bool map);
-  bool close();
+  void open(bool map);
+  void close();
   void start_item();
   void finish_item();
 
@@ -156,7 +146,7 @@ class Store::PageDecoder {
   uint8_t uid_[store_detail::kUidBytes];
 };
 
-bool Store::PageDecoder::string(string_t& v) {
+void Store::PageDecoder::string(std::string_view v) {
   if (frames_.empty()) throw invalid("the body is not a JSON object");
   const Role r = top_role();
   switch (r) {
@@ -165,10 +155,10 @@ bool Store::PageDecoder::string(string_t& v) {
         if (pending_key_ == "resourceVersion") page_.resource_version = v;
         else if (pending_key_ == "continue") page_.continue_token = v;
       }
-      return true;
+      return;
     case Role::Root:
     case Role::Drop:
-      return true;
+      return;
     case Role::Items:
       throw not_an_object();
     case Role::Item:
@@ -176,30 +166,30 @@ bool Store::PageDecoder::string(string_t& v) {
         TypeField& t = pending_key_ == "kind" ? kind_ : api_version_;
         t.present = t.is_string = true;
         t.value = v;
-        return true;  // written (or left out) when the item ends
+        return;  // written (or left out) when the item ends
       }
       break;
     case Role::ItemMeta:
       if (pending_key_ == "name") {
         name_ = v;
         name_set_ = true;
-        return true;
+        return;
       }
       if (pending_key_ == "namespace" && !v.empty()) {
         ns_ = v;
         ns_taken_ = true;
-        return true;
+        return;
       }
       if (pending_key_ == "resourceVersion") {
         rv_ = v;
         rv_set_ = true;
-        return true;
+        return;
       }
       if (pending_key_ == "uid" && store_detail::pack_uid(v, uid_)) {
         uid_set_ = true;
-        return true;
+        return;
       }
-      if (pending_key_ == "managedFields" && store_.options_.strip_managed_fields) return true;
+      if (pending_key_ == "managedFields" && store_.options_.strip_managed_fields) return;
       break;
     case Role::Labels:
       if (pending_key_.find('\0') == std::string::npos && v.find('\0') == std::string::npos) {
@@ -219,15 +209,15 @@ bool Store::PageDecoder::string(string_t& v) {
   }
   begin_written_value();
   msgpack::write_str(buf_, v);
-  return true;
+  return;
 }
 
-bool Store::PageDecoder::open(bool map) {
+void Store::PageDecoder::open(bool map) {
   if (frames_.empty()) {
     if (!map) throw invalid("the body is not a JSON object");
     saw_root_ = true;
     frames_.push_back({Role::Root, true});
-    return true;
+    return;
   }
   const Role parent = top_role();
   Role role = Role::Body;
@@ -240,16 +230,16 @@ bool Store::PageDecoder::open(bool map) {
         role = pending_key_ == "metadata" && map ? Role::ListMeta : Role::Drop;
       }
       frames_.push_back({role, map});
-      return true;
+      return;
     case Role::ListMeta:
     case Role::Drop:
       frames_.push_back({Role::Drop, map});
-      return true;
+      return;
     case Role::Items:
       if (!map) throw not_an_object();
       start_item();
       frames_.push_back({Role::Item, true, msgpack::open(buf_), 0});
-      return true;
+      return;
     case Role::Item:
       if (pending_key_ == "metadata" && map) {
         role = Role::ItemMeta;
@@ -261,7 +251,7 @@ bool Store::PageDecoder::open(bool map) {
     case Role::ItemMeta:
       if (pending_key_ == "managedFields" && store_.options_.strip_managed_fields) {
         frames_.push_back({Role::Drop, map});
-        return true;
+        return;
       }
       if (pending_key_ == "labels" && map) role = Role::Labels;
       else if (pending_key_ == "ownerReferences" && !map) role = Role::Owners;
@@ -279,24 +269,22 @@ bool Store::PageDecoder::open(bool map) {
   }
   begin_written_value();
   frames_.push_back({role, map, msgpack::open(buf_), 0});
-  return true;
 }
 
-bool Store::PageDecoder::close() {
+void Store::PageDecoder::close() {
   const Frame f = frames_.back();
   if (f.role == Role::Item) {
     finish_item();
     frames_.pop_back();
-    return true;
+    return;
   }
   frames_.pop_back();
-  if (!written(f.role)) return true;
+  if (!written(f.role)) return;
   msgpack::close(buf_, f.header, f.count, f.map);
   if (f.role == Role::Owner && ref_has_uid_) {
     owners_.push_back(ref_uid_);
     if (ref_controller_ && controller_uid_.empty()) controller_uid_ = ref_uid_;
   }
-  return true;
 }
 
 void Store::PageDecoder::start_item() {
