@@ -82,6 +82,8 @@ class JsonScanner {
       : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()), h_(h) {}
 
   void run() {
+    // A UTF-8 byte order mark is skipped, as nlohmann's lexer does.
+    if (end_ - p_ >= 3 && std::string_view(p_, 3) == "\xEF\xBB\xBF") p_ += 3;
     for (;;) {
       // One value: a scalar is read whole; a non-empty container is opened (its first key
       // read) and the loop goes on with its first value.

@@ -187,6 +187,8 @@ TEST(StoreRelist, RejectsWhatNlohmannRejects) {
   }
   // And accepts what it accepts, whitespace included.
   EXPECT_EQ(error_of(" {\n\t\"items\" : [ ] , \"metadata\" : { } }\r\n"), "");
+  EXPECT_EQ(error_of("\xEF\xBB\xBF{\"items\":[]}"), "");
+  EXPECT_TRUE(nlohmann::json::accept("\xEF\xBB\xBF{\"items\":[]}"));
 }
 
 // A client whose lists also come raw, as RestClient's do: the informer then decodes them into
