@@ -116,6 +116,14 @@ class Client {
   // ns is ignored for cluster-scoped resources; "" lists across all namespaces.
   virtual Object get(const Resource& r, const std::string& ns, const std::string& name) = 0;
   virtual ListResult list(const Resource& r, const std::string& ns, const ListOptions& opts) = 0;
+  // The same request as list(), answered with the page's JSON body as the server sent it, for
+  // callers that decode it straight into their own form (the informer's store: no Object per
+  // item). nullopt, without a request: this client has no such form (MemoryClient); use list().
+  virtual std::optional<std::string> list_raw(const Resource& r, const std::string& ns,
+                                              const ListOptions& opts) {
+    (void)r, (void)ns, (void)opts;
+    return std::nullopt;
+  }
   virtual Object create(const Resource& r, const std::string& ns, const Object& obj) = 0;
   // Uses obj.metadata.resourceVersion for optimistic concurrency: stale -> ApiError 409 Conflict.
   virtual Object update(const Resource& r, const std::string& ns, const Object& obj) = 0;

@@ -6,10 +6,20 @@
 
 namespace kube {
 
+namespace {
+
+WatcherOptions with_sink(WatcherOptions options, ListPageSink* sink) {
+  options.page_sink = sink;
+  return options;
+}
+
+}  // namespace
+
 Informer::Informer(Client& client, Resource resource, InformerOptions options, Clock& clock)
     : resource_(resource), clock_(clock), on_error_(options.watcher.on_error),
-      store_(std::move(options.store)),
-      watcher_(client, std::move(resource), std::move(options.watcher), clock) {}
+      store_(std::move(options.store)), sink_(store_, resource_),
+      watcher_(client, std::move(resource), with_sink(std::move(options.watcher), &sink_),
+               clock) {}
 
 Informer::~Informer() { stop(); }
 
@@ -70,11 +80,14 @@ void Informer::apply(WatcherEvent ev) {
       // after that, and only when there are handlers.
       const bool report =
           !add_handlers_.empty() || !update_handlers_.empty() || !delete_handlers_.empty();
-      const Store::Diff diff = store_.replace(std::move(ev.objects), report, [this] {
+      const auto mark_synced = [this] {
         std::lock_guard lock(mu_);
         synced_ = true;
         synced_cv_.notify_all();
-      });
+      };
+      const Store::Diff diff = ev.in_sink
+                                   ? store_.commit_relist(report, mark_synced)
+                                   : store_.replace(std::move(ev.objects), report, mark_synced);
       for (const auto& o : diff.deleted)
         for (auto& h : delete_handlers_) guarded([&] { h(o); });
       for (const auto& o : diff.added)

@@ -61,6 +61,18 @@ class Informer {
   std::function<void(const std::string&)> on_error_;
 
   Store store_;      // thread-safe itself; written only by the informer thread
+  // Hands the watcher's raw list pages to store_ (relists decode straight into entries).
+  class StoreSink final : public ListPageSink {
+   public:
+    StoreSink(Store& store, const Resource& r) : store_(store), resource_(r) {}
+    void begin_list() override { store_.begin_relist(resource_); }
+    ListResult add_page(std::string_view body) override { return store_.add_relist_page(body); }
+
+   private:
+    Store& store_;
+    const Resource& resource_;
+  };
+  StoreSink sink_;
   Watcher watcher_;  // driven only by the informer thread; stop() is thread-safe
 
   // Set before start(), then read only by the informer thread.

@@ -69,4 +69,10 @@ bool has_deletion_timestamp(const Object& obj) {
   return !meta_string(obj, "deletionTimestamp").empty();
 }
 
+void complete_type_meta(Object& obj, const Resource& r) {
+  if (!obj.is_object()) return;
+  if (!obj.contains("kind") && !r.kind.empty()) obj["kind"] = r.kind;
+  if (!obj.contains("apiVersion")) obj["apiVersion"] = r.api_version();
+}
+
 }  // namespace kube

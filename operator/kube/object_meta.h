@@ -24,5 +24,8 @@ std::pair<std::string, std::string> split_key(const std::string& key);
 std::vector<std::string> owner_uids(const Object& obj);
 std::string controller_uid(const Object& obj);
 bool has_deletion_timestamp(const Object& obj);
+// List items of built-in types come without kind/apiVersion: fills them in from r (kind only
+// when r has one) so objects look the same whichever way they were read.
+void complete_type_meta(Object& obj, const Resource& r);
 
 }  // namespace kube

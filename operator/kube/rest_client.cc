@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "kube/api_error.h"
+#include "kube/object_meta.h"
 #include "kube/rate_limiter.h"
 #include "kube/rest_watch_stream.h"
 
@@ -152,14 +153,6 @@ std::optional<seconds> retry_after_header(const http::http_headers& headers) {
   } catch (const std::exception&) {
     return std::nullopt;  // an HTTP-date; backoff applies
   }
-}
-
-// List items of built-in types come without kind/apiVersion; fill them in so objects look the
-// same whichever way they were read.
-void complete_type_meta(Object& obj, const Resource& r) {
-  if (!obj.is_object()) return;
-  if (!obj.contains("kind") && !r.kind.empty()) obj["kind"] = r.kind;
-  if (!obj.contains("apiVersion")) obj["apiVersion"] = r.api_version();
 }
 
 std::string object_namespace(const std::string& ns, const Object& obj) {
@@ -331,6 +324,12 @@ ListResult RestClient::list(const Resource& r, const std::string& ns, const List
   out.resource_version = meta.value("resourceVersion", "");
   out.continue_token = meta.value("continue", "");
   return out;
+}
+
+std::optional<std::string> RestClient::list_raw(const Resource& r, const std::string& ns,
+                                                const ListOptions& opts) {
+  const std::string path = rest::resource_path(r, ns) + rest::list_query(opts, false);
+  return std::move(impl_->send({http::methods::GET, path, "", "", true}, impl_->api).body);
 }
 
 Object RestClient::create(const Resource& r, const std::string& ns, const Object& obj) {

@@ -71,6 +71,8 @@ class RestClient final : public Client {
 
   Object get(const Resource& r, const std::string& ns, const std::string& name) override;
   ListResult list(const Resource& r, const std::string& ns, const ListOptions& opts) override;
+  std::optional<std::string> list_raw(const Resource& r, const std::string& ns,
+                                      const ListOptions& opts) override;
   Object create(const Resource& r, const std::string& ns, const Object& obj) override;
   Object update(const Resource& r, const std::string& ns, const Object& obj) override;
   Object update_status(const Resource& r, const std::string& ns, const Object& obj) override;

@@ -14,17 +14,9 @@
 
 namespace kube {
 
+namespace store_detail {
+
 namespace {
-
-enum EntryFlags : uint32_t {
-  kName = 1,     // metadata.name was a string: left out of the body, restored from the key
-  kNs = 2,       // metadata.namespace likewise
-  kRv = 4,       // metadata.resourceVersion: restored from the entry
-  kTyped = 8,    // kind/apiVersion were the store's TypeMeta: restored from it
-  kUid = 16,     // metadata.uid was a canonical UUID: 16 bytes after the owner uids
-};
-
-constexpr size_t kUidBytes = 16;
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -32,7 +24,8 @@ int hex_value(char c) {
   return -1;
 }
 
-// A lowercase 8-4-4-4-12 UUID as 16 bytes; false for anything else (kept in the body as is).
+}  // namespace
+
 bool pack_uid(std::string_view s, uint8_t* out) {
   if (s.size() != 36) return false;
   size_t n = 0;
@@ -49,6 +42,21 @@ bool pack_uid(std::string_view s, uint8_t* out) {
   }
   return n == kUidBytes;
 }
+
+}  // namespace store_detail
+
+namespace {
+
+enum EntryFlags : uint32_t {
+  kName = 1,     // metadata.name was a string: left out of the body, restored from the key
+  kNs = 2,       // metadata.namespace likewise
+  kRv = 4,       // metadata.resourceVersion: restored from the entry
+  kTyped = 8,    // kind/apiVersion were the store's TypeMeta: restored from it
+  kUid = 16,     // metadata.uid was a canonical UUID: 16 bytes after the owner uids
+};
+
+using store_detail::kUidBytes;
+using store_detail::pack_uid;
 
 std::string unpack_uid(const uint8_t* in) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -322,53 +330,71 @@ Store::EntryPtr Store::make_entry(Object& o) {
     owner_blob.append(owners[i]).push_back('\0');
   }
 
-  uint32_t flags = 0;
-  if (take_meta_string(o, "name")) flags |= kName;
-  if (!ns.empty() && take_meta_string(o, "namespace")) flags |= kNs;
-  if (take_meta_string(o, "resourceVersion")) flags |= kRv;
+  store_detail::EntryParts parts;
+  parts.key = key;
+  parts.ns_len = ns.size();
+  parts.resource_version = rv;
+  parts.labels = labels;
+  parts.owners = owner_blob;
+  parts.controller = controller_index;
+  parts.name_taken = take_meta_string(o, "name");
+  parts.ns_taken = !ns.empty() && take_meta_string(o, "namespace");
+  parts.rv_taken = take_meta_string(o, "resourceVersion");
   uint8_t uid_bytes[kUidBytes];
-  if (pack_uid(uid_of(o), uid_bytes) && take_meta_string(o, "uid")) flags |= kUid;
+  if (pack_uid(uid_of(o), uid_bytes) && take_meta_string(o, "uid")) parts.uid = uid_bytes;
   auto k = o.find("kind");
   auto a = o.find("apiVersion");
-  if (k != o.end() && a != o.end() && k->is_string() && a->is_string()) {
-    if (!type_set_) {
-      // Set once, before any entry that relies on it is visible to readers.
-      std::unique_lock lock(mu_);
-      kind_ = k->get<std::string>();
-      api_version_ = a->get<std::string>();
-      type_set_ = true;
-    }
-    if (k->get_ref<const std::string&>() == kind_ && a->get_ref<const std::string&>() == api_version_) {
-      o.erase("kind");
-      o.erase("apiVersion");
-      flags |= kTyped;
-    }
+  if (k != o.end() && a != o.end() && k->is_string() && a->is_string() &&
+      is_store_type(k->get_ref<const std::string&>(), a->get_ref<const std::string&>())) {
+    o.erase("kind");
+    o.erase("apiVersion");
+    parts.typed = true;
   }
   std::vector<uint8_t>& packed = pack_scratch_;
   packed.clear();
   Object::to_msgpack(o, packed);
+  parts.packed = {reinterpret_cast<const char*>(packed.data()), packed.size()};
+  return build_entry(parts);
+}
 
-  const size_t uid_len = (flags & kUid) ? kUidBytes : 0;
-  const size_t n =
-      key.size() + rv.size() + labels.size() + owner_blob.size() + uid_len + packed.size();
+bool Store::is_store_type(std::string_view kind, std::string_view api_version) {
+  if (!type_set_) {
+    // Set once, before any entry that relies on it is visible to readers.
+    std::unique_lock lock(mu_);
+    kind_ = kind;
+    api_version_ = api_version;
+    type_set_ = true;
+  }
+  return kind == kind_ && api_version == api_version_;
+}
+
+Store::EntryPtr Store::build_entry(const store_detail::EntryParts& parts) {
+  uint32_t flags = 0;
+  if (parts.name_taken) flags |= kName;
+  if (parts.ns_taken) flags |= kNs;
+  if (parts.rv_taken) flags |= kRv;
+  if (parts.typed) flags |= kTyped;
+  if (parts.uid) flags |= kUid;
+  const size_t uid_len = parts.uid ? kUidBytes : 0;
+  const size_t n = parts.key.size() + parts.resource_version.size() + parts.labels.size() +
+                   parts.owners.size() + uid_len + parts.packed.size();
   void* mem = ::operator new(sizeof(Entry) + n);
   EntryPtr e(new (mem) Entry());
-  e->key_len = static_cast<uint32_t>(key.size());
-  e->ns_len = static_cast<uint32_t>(ns.size());
-  e->rv_len = static_cast<uint32_t>(rv.size());
-  e->labels_len = static_cast<uint32_t>(labels.size());
-  e->owners_len = static_cast<uint32_t>(owner_blob.size());
-  e->packed_len = static_cast<uint32_t>(packed.size());
-  e->controller = controller_index;
+  e->key_len = static_cast<uint32_t>(parts.key.size());
+  e->ns_len = static_cast<uint32_t>(parts.ns_len);
+  e->rv_len = static_cast<uint32_t>(parts.resource_version.size());
+  e->labels_len = static_cast<uint32_t>(parts.labels.size());
+  e->owners_len = static_cast<uint32_t>(parts.owners.size());
+  e->packed_len = static_cast<uint32_t>(parts.packed.size());
+  e->controller = parts.controller;
   e->flags = flags;
   char* p = reinterpret_cast<char*>(e.get() + 1);
-  for (std::string_view part : {std::string_view(key), std::string_view(rv),
-                                std::string_view(labels), std::string_view(owner_blob)}) {
+  for (std::string_view part : {parts.key, parts.resource_version, parts.labels, parts.owners}) {
     std::memcpy(p, part.data(), part.size());
     p += part.size();
   }
-  std::memcpy(p, uid_bytes, uid_len);
-  std::memcpy(p + uid_len, packed.data(), packed.size());
+  if (uid_len) std::memcpy(p, parts.uid, uid_len);
+  std::memcpy(p + uid_len, parts.packed.data(), parts.packed.size());
   return e;
 }
 
@@ -494,13 +520,18 @@ Store::Diff Store::replace(std::vector<Object>&& objects) {
 
 Store::Diff Store::replace(std::vector<Object>&& objects, bool report,
                            const std::function<void()>& swapped) {
-  auto next = std::make_unique<State>();
   std::vector<EntryPtr> made;
   made.reserve(objects.size());
   for (auto& o : objects) made.push_back(make_entry(o));
   made = pack_into_blocks(std::move(made));  // before the objects go: see EntryBlock
   objects.clear();
   objects.shrink_to_fit();
+  return swap_in(std::move(made), report, swapped);
+}
+
+Store::Diff Store::swap_in(std::vector<EntryPtr> made, bool report,
+                           const std::function<void()>& swapped) {
+  auto next = std::make_unique<State>();
   for (auto& e : made) next->put(std::move(e));
   made.clear();
   made.shrink_to_fit();

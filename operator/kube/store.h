@@ -13,11 +13,13 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "kube/client.h"
 #include "kube/label_selector.h"
+#include "kube/store_detail.h"
 
 namespace kube {
 
@@ -65,6 +67,19 @@ class Store {
   // at all and the Diff comes back empty.
   Diff replace(std::vector<Object>&& objects, bool report, const std::function<void()>& swapped);
 
+  // --- The informer's relist from raw list pages (Client::list_raw); the writer only. ---
+  // Each page's items go straight into entries in one SAX pass over the JSON (store_relist.cc),
+  // no Object per item: the same entries replace() makes from the objects RestClient::list
+  // returns (kind/apiVersion completed from r as it does). With a transform, pages are parsed
+  // into Objects and go the replace() way.
+  void begin_relist(const Resource& r);  // also drops the pages of an unfinished relist
+  // Decodes one page (the JSON text of a List); returns its resourceVersion and continue token
+  // (items stays empty). Throws ApiError (reason "InvalidResponse") for a malformed page,
+  // naming what is wrong, e.g. an item without metadata.name.
+  ListResult add_relist_page(std::string_view body);
+  // Swaps in the pages added since begin_relist, as replace(objects, report, swapped) does.
+  Diff commit_relist(bool report, const std::function<void()>& swapped);
+
  private:
   struct Entry;
   struct EntryBlock;
@@ -73,8 +88,15 @@ class Store {
   };
   using EntryPtr = std::unique_ptr<Entry, EntryDeleter>;
   struct State;
+  class PageDecoder;  // store_relist.cc
   // Strips, transforms (in place: `obj` is left stripped) and packs; the writer only.
   EntryPtr make_entry(Object& obj);
+  // One allocation holding `parts` (see Entry).
+  static EntryPtr build_entry(const store_detail::EntryParts& parts);
+  // Records the store's TypeMeta on first use (see kind_); true when kind/apiVersion are it.
+  bool is_store_type(std::string_view kind, std::string_view api_version);
+  // replace()'s second half: indexes `made`, swaps it in and reports the changes.
+  Diff swap_in(std::vector<EntryPtr> made, bool report, const std::function<void()>& swapped);
   // Moves a relist's entries into a few contiguous blocks (see EntryBlock in store.cc).
   static std::vector<EntryPtr> pack_into_blocks(std::vector<EntryPtr> entries);
   Object decode(const Entry* e) const;
@@ -90,6 +112,9 @@ class Store {
   bool type_set_ = false;
   // make_entry's MessagePack buffer, kept between calls (writer only): no allocation per object.
   std::vector<uint8_t> pack_scratch_;
+  // The relist being decoded page by page (writer only).
+  Resource relist_resource_;
+  std::vector<EntryPtr> relist_;
 };
 
 }  // namespace kube

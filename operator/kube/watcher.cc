@@ -65,6 +65,8 @@ std::optional<WatcherEvent> Watcher::step() {
     case State::Init:
       listed_.clear();
       continue_token_.clear();
+      listing_into_sink_ = false;
+      if (options_.page_sink) options_.page_sink->begin_list();
       { std::lock_guard lock(mu_); state_ = State::Listing; }
       return std::nullopt;
     case State::Listing: return list_page();
@@ -83,8 +85,18 @@ std::optional<WatcherEvent> Watcher::list_page() {
   opts.continue_token = continue_token_;
   // Later pages: the continue token carries the list's resourceVersion (the server refuses both).
   if (continue_token_.empty()) opts.resource_version = list_rv_;
-  ListResult page = client_.list(resource_, options_.ns, opts);
-  for (auto& o : page.items) listed_.push_back(std::move(o));
+  ListResult page;
+  std::optional<std::string> raw;
+  // A list is read one way throughout: raw pages from its first page on, or Objects.
+  if (options_.page_sink && (continue_token_.empty() || listing_into_sink_))
+    raw = client_.list_raw(resource_, options_.ns, opts);
+  if (raw) {
+    listing_into_sink_ = true;
+    page = options_.page_sink->add_page(*raw);
+  } else {
+    page = client_.list(resource_, options_.ns, opts);
+    for (auto& o : page.items) listed_.push_back(std::move(o));
+  }
   continue_token_ = page.continue_token;
   if (!continue_token_.empty()) return std::nullopt;  // more pages
   backoff_.forget("");
@@ -93,7 +105,7 @@ std::optional<WatcherEvent> Watcher::list_page() {
     rv_ = page.resource_version;
     state_ = State::Listed;
   }
-  WatcherEvent ev{WatcherEvent::Type::Restarted, std::move(listed_), Object()};
+  WatcherEvent ev{WatcherEvent::Type::Restarted, std::move(listed_), Object(), listing_into_sink_};
   listed_.clear();
   return ev;
 }
@@ -141,8 +153,10 @@ std::optional<WatcherEvent> Watcher::handle(WatchEvent ev) {
   backoff_.forget("");
   switch (ev.type) {
     case T::Added:
-    case T::Modified: return WatcherEvent{WatcherEvent::Type::Applied, {}, std::move(ev.object)};
-    case T::Deleted: return WatcherEvent{WatcherEvent::Type::Deleted, {}, std::move(ev.object)};
+    case T::Modified:
+      return WatcherEvent{WatcherEvent::Type::Applied, {}, std::move(ev.object), false};
+    case T::Deleted:
+      return WatcherEvent{WatcherEvent::Type::Deleted, {}, std::move(ev.object), false};
     default: return std::nullopt;  // Bookmark: only the resourceVersion moves
   }
 }

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kube/client.h"
@@ -32,6 +33,19 @@ struct WatcherEvent {
   Type type = Type::Applied;
   std::vector<Object> objects;  // Restarted: every object that exists now
   Object object;                // Applied / Deleted
+  // Restarted: the list's pages went to WatcherOptions::page_sink, not into `objects`.
+  bool in_sink = false;
+};
+
+// Takes a list's pages as the server sent them (Client::list_raw), for a consumer that decodes
+// them straight into its own form (the informer's store) instead of into Objects.
+class ListPageSink {
+ public:
+  virtual ~ListPageSink() = default;
+  virtual void begin_list() = 0;  // a list starts (again): drop the pages of an earlier one
+  // One page's JSON body; returns its resourceVersion and continue token. Throws when the
+  // page is malformed (the watcher then backs off and lists again).
+  virtual ListResult add_page(std::string_view body) = 0;
 };
 
 struct WatcherOptions {
@@ -50,6 +64,9 @@ struct WatcherOptions {
   std::chrono::milliseconds backoff_base{800};             // kube-rs default backoff
   std::chrono::milliseconds backoff_max{30000};
   std::function<void(const std::string&)> on_error;        // e.g. to log; optional
+  // Optional, not owned: with a client that offers list_raw, list pages go here undecoded and
+  // Restarted events come with in_sink set and no objects. Other clients: ignored.
+  ListPageSink* page_sink = nullptr;
 };
 
 class Watcher {
@@ -86,6 +103,7 @@ class Watcher {
 
   // Touched only by the thread calling next().
   std::vector<Object> listed_;           // pages accumulated while Listing
+  bool listing_into_sink_ = false;      // this list's pages went to options_.page_sink
   std::string continue_token_;
   std::string list_rv_;  // what the first page of the next list asks for: "0" or ""
   State after_backoff_ = State::Init;
