@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "korovod/runtime.h"
+#include "forwarding_backend.h"
 #include "test_ranks.h"
 #include "transport/fake/fake_world.h"
 
@@ -30,37 +31,22 @@ void scale_floats(void* data, int64_t count, double factor) {
   for (int64_t i = 0; i < count; ++i) f[i] = static_cast<float>(f[i] * factor);
 }
 
-class HostAsDeviceBackend final : public Backend {
+class HostAsDeviceBackend final : public testing::ForwardingBackend {
  public:
-  HostAsDeviceBackend(std::unique_ptr<Backend> inner, Calls& calls) : inner_(std::move(inner)), calls_(calls) {}
+  HostAsDeviceBackend(std::unique_ptr<Backend> inner, Calls& calls)
+      : ForwardingBackend(std::move(inner)), calls_(calls) {}
   std::string name() const override { return "DEV"; }
   bool enabled(int device) const override { return device >= 0; }
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  Status allreduce(const void* s, void* r, int64_t n, DataType t, ReduceOp op) override {
-    return inner_->allreduce(s, r, n, t, op);
-  }
-  Status allgatherv(const void* s, int64_t sb, void* r, const std::vector<int64_t>& rb) override {
-    return inner_->allgatherv(s, sb, r, rb);
-  }
-  Status broadcast(void* b, int64_t bytes, int root) override { return inner_->broadcast(b, bytes, root); }
-  Status alltoallv(const void* s, const std::vector<int64_t>& sb, void* r, const std::vector<int64_t>& rb) override {
-    return inner_->alltoallv(s, sb, r, rb);
-  }
-  Status reducescatter(const void* s, void* r, const std::vector<int64_t>& c, DataType t, ReduceOp op) override {
-    return inner_->reducescatter(s, r, c, t, op);
-  }
-  Status barrier() override { return inner_->barrier(); }
   Status allreduce_scaled(const void* s, void* r, int64_t n, DataType t, ReduceOp op, double pre, double post) override {
     calls_.add(fmt::format("allreduce_scaled {} {} {} {}", n, reduce_op_name(op), pre, post));
-    KOROVOD_RETURN_IF_ERROR(inner_->allreduce(s, r, n, t, op == ReduceOp::kAverage ? ReduceOp::kSum : op));
+    KOROVOD_RETURN_IF_ERROR(inner().allreduce(s, r, n, t, op == ReduceOp::kAverage ? ReduceOp::kSum : op));
     scale_floats(r, n, pre * post / (op == ReduceOp::kAverage ? size() : 1));
     return Status::ok();
   }
   Status reducescatter_scaled(const void* s, void* r, const std::vector<int64_t>& c, DataType t, ReduceOp op,
                               double pre, double post) override {
     calls_.add(fmt::format("reducescatter_scaled {} {} {}", reduce_op_name(op), pre, post));
-    KOROVOD_RETURN_IF_ERROR(inner_->reducescatter(s, r, c, t, op == ReduceOp::kAverage ? ReduceOp::kSum : op));
+    KOROVOD_RETURN_IF_ERROR(inner().reducescatter(s, r, c, t, op == ReduceOp::kAverage ? ReduceOp::kSum : op));
     scale_floats(r, c[rank()], pre * post / (op == ReduceOp::kAverage ? size() : 1));
     return Status::ok();
   }
@@ -71,7 +57,6 @@ class HostAsDeviceBackend final : public Backend {
   }
 
  private:
-  std::unique_ptr<Backend> inner_;
   Calls& calls_;
 };
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "../forwarding_backend.h"
 #include "transport/common/hierarchical_backend.h"
 #include "transport/common/host_groups.h"
 #include "transport/mpi/mpi_providers.h"
@@ -83,35 +84,15 @@ namespace {
 
 // A host backend posing as a device backend (enabled for device 0, not for the CPU), so that the
 // hierarchy stages its shard through copy() as it does with NCCL.
-class PosingAsDevice final : public Backend {
+class PosingAsDevice final : public testing::ForwardingBackend {
  public:
-  explicit PosingAsDevice(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
-  std::string name() const override { return inner_->name() + " posing as a device"; }
+  using ForwardingBackend::ForwardingBackend;
   bool enabled(int device) const override { return device == 0; }
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  Status allreduce(const void* s, void* r, int64_t n, DataType t, ReduceOp op) override {
-    return inner_->allreduce(s, r, n, t, op);
-  }
-  Status allgatherv(const void* s, int64_t sb, void* r, const std::vector<int64_t>& rb) override {
-    return inner_->allgatherv(s, sb, r, rb);
-  }
-  Status broadcast(void* b, int64_t n, int root) override { return inner_->broadcast(b, n, root); }
-  Status alltoallv(const void* s, const std::vector<int64_t>& sb, void* r, const std::vector<int64_t>& rb) override {
-    return inner_->alltoallv(s, sb, r, rb);
-  }
-  Status reducescatter(const void* s, void* r, const std::vector<int64_t>& rc, DataType t, ReduceOp op) override {
-    return inner_->reducescatter(s, r, rc, t, op);
-  }
-  Status barrier() override { return inner_->barrier(); }
   Status copy(void* dst, const void* src, int64_t bytes) override {
     ++copies;
-    return inner_->copy(dst, src, bytes);
+    return inner().copy(dst, src, bytes);
   }
   int copies = 0;
-
- private:
-  std::unique_ptr<Backend> inner_;
 };
 
 // Builds the composition the NCCL provider builds, with host backends in the device's place.

@@ -1,5 +1,7 @@
 #include "transport/common/host_groups.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -26,7 +28,7 @@ std::optional<HostGroups> host_groups(const std::vector<std::string>& hosts, con
   return g;
 }
 
-Result<std::vector<std::string>> exchange_host_ids(ControlChannel& ctl, const std::string& mine) {
+Result<std::vector<std::string>> allgather_lines(ControlChannel& ctl, const std::string& mine) {
   std::string line = mine;
   std::replace(line.begin(), line.end(), '\n', ' ');
   Result<std::vector<std::string>> gathered = ctl.gather_to_root(line);
@@ -37,8 +39,24 @@ Result<std::vector<std::string>> exchange_host_ids(ControlChannel& ctl, const st
   std::vector<std::string> out;
   std::istringstream in(joined);
   for (std::string l; std::getline(in, l);) out.push_back(l);
-  if (static_cast<int>(out.size()) != ctl.size()) return Status::unknown("host identity exchange: bad reply");
+  if (static_cast<int>(out.size()) != ctl.size()) return Status::unknown("line exchange over the control plane: bad reply");
   return out;
+}
+
+Result<std::vector<std::string>> agree(ControlChannel& ctl, const Status& mine, const std::string& payload,
+                                       const std::string& what, const std::vector<int>& global_ranks) {
+  Result<std::vector<std::string>> all = allgather_lines(ctl, mine.is_ok() ? "ok " + payload : "err " + mine.message());
+  if (!all.is_ok()) return all.status();
+  std::vector<std::string> payloads;
+  for (size_t r = 0; r < all->size(); ++r) {
+    const std::string& line = (*all)[r];
+    if (line.rfind("ok ", 0) != 0) {
+      const int rank = r < global_ranks.size() ? global_ranks[r] : static_cast<int>(r);
+      return Status::unknown(fmt::format("{} failed on rank {}: {}", what, rank, line.substr(4)));
+    }
+    payloads.push_back(line.substr(3));
+  }
+  return payloads;
 }
 
 }  // namespace korovod

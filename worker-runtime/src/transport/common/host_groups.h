@@ -22,8 +22,16 @@ struct HostGroups {
 std::optional<HostGroups> host_groups(const std::vector<std::string>& hosts, const std::vector<int>& global_ranks,
                                       int me);
 
-// Collective over the set's control channel: every member's host identity (`mine`, one line), in
-// set-rank order, on every member.
-Result<std::vector<std::string>> exchange_host_ids(ControlChannel& ctl, const std::string& mine);
+// Collective over a set's control channel: every member's line (`mine`; newlines become spaces),
+// in set-rank order, on every member. Providers exchange host identities, addresses and segment
+// names with it at set creation.
+Result<std::vector<std::string>> allgather_lines(ControlChannel& ctl, const std::string& mine);
+
+// One step of a provider's setup that may fail on some member: every member reports its status
+// (and `payload` when ok) and all get the same outcome, so no member is left waiting in a later
+// collective: everyone's payload in set-rank order, or "<what> failed on rank <global rank>:
+// <why>" for the first member that failed.
+Result<std::vector<std::string>> agree(ControlChannel& ctl, const Status& mine, const std::string& payload,
+                                       const std::string& what, const std::vector<int>& global_ranks);
 
 }  // namespace korovod

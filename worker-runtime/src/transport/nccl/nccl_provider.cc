@@ -24,7 +24,7 @@ Result<std::unique_ptr<Backend>> NcclBackendProvider::create_backend(const std::
   if (!control.is_ok()) return control.status();
   std::optional<HostGroups> groups;
   if (hierarchy_.cross) {
-    Result<std::vector<std::string>> hosts = exchange_host_ids(**control, hierarchy_.host_id);
+    Result<std::vector<std::string>> hosts = allgather_lines(**control, hierarchy_.host_id);
     if (!hosts.is_ok()) return hosts.status();
     groups = host_groups(*hosts, global_ranks, (*control)->rank());
   }

@@ -6,47 +6,17 @@
 #include <fstream>
 #include <sstream>
 
+#include "transport/common/host_groups.h"
 #include "transport/shm/shm_backend.h"
 
 namespace korovod::shm {
 namespace {
 
-// All members send a line; all receive every member's line in rank order.
-Result<std::vector<std::string>> allgather(ControlChannel& ctl, const std::string& mine) {
-  Result<std::vector<std::string>> gathered = ctl.gather_to_root(mine);
-  if (!gathered.is_ok()) return gathered.status();
-  std::string joined;
-  for (const std::string& s : *gathered) joined += s + "\n";
-  KOROVOD_RETURN_IF_ERROR(ctl.broadcast_from_root(joined));
-  std::vector<std::string> out;
-  std::istringstream in(joined);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  if (static_cast<int>(out.size()) != ctl.size()) return Status::unknown("shared-memory rendezvous: bad exchange");
-  return out;
-}
-
-std::string one_line(std::string s) {
-  for (char& c : s) {
-    if (c == '\n') c = ' ';
-  }
-  return s;
-}
-
-// One step of the rendezvous: every rank reports "ok <payload>" or "err <why>", so all ranks
-// see the same outcome and take the same branch (no rank left waiting in a collective).
-Result<std::vector<std::string>> agree(ControlChannel& ctl, const Status& mine, const std::string& payload) {
-  Result<std::vector<std::string>> all =
-      allgather(ctl, mine.is_ok() ? "ok " + payload : "err " + one_line(mine.message()));
-  if (!all.is_ok()) return all.status();
-  std::vector<std::string> payloads;
-  for (size_t r = 0; r < all->size(); ++r) {
-    const std::string& line = (*all)[r];
-    if (line.rfind("ok ", 0) != 0) {
-      return Status::unknown(fmt::format("shared memory on rank {} of the process set: {}", r, line.substr(4)));
-    }
-    payloads.push_back(line.substr(3));
-  }
-  return payloads;
+// One step of the rendezvous: every rank reports its status, so all ranks see the same outcome
+// and take the same branch (no rank left waiting in a collective).
+Result<std::vector<std::string>> agree(ControlChannel& ctl, const Status& mine, const std::string& payload,
+                                       const std::vector<int>& global_ranks) {
+  return korovod::agree(ctl, mine, payload, "shared-memory setup", global_ranks);
 }
 
 }  // namespace
@@ -65,7 +35,7 @@ Result<std::unique_ptr<Backend>> ShmBackendProvider::create_backend(const std::v
   ControlChannel& ctl = **control;
   const pid_t pid = getpid();
 
-  Result<std::vector<std::string>> hosts = allgather(ctl, fmt::format("{} {}", pid, host_identity()));
+  Result<std::vector<std::string>> hosts = allgather_lines(ctl, fmt::format("{} {}", pid, host_identity()));
   if (!hosts.is_ok()) return hosts.status();
   std::vector<pid_t> pids;
   bool one_host = true;
@@ -79,7 +49,7 @@ Result<std::unique_ptr<Backend>> ShmBackendProvider::create_backend(const std::v
   // coordination, and traceable to the job if it ever leaks.
   const std::string name = fmt::format("/korovod-{}-s{}-{}", pid, set_id, created_++);
   Result<Segment> own = Segment::create(name, geometry_.segment_bytes());
-  Result<std::vector<std::string>> names = agree(ctl, own.status(), name);
+  Result<std::vector<std::string>> names = agree(ctl, own.status(), name, global_ranks);
   auto give_up = [&](const Status& why) -> Result<std::unique_ptr<Backend>> {
     if (forced_) return why;
     return std::unique_ptr<Backend>(std::make_unique<ShmBackend>(nullptr));
@@ -102,7 +72,7 @@ Result<std::unique_ptr<Backend>> ShmBackendProvider::create_backend(const std::v
   }
   // Everyone has mapped everything (or someone failed): the names can go now, so a crash from
   // here on leaves nothing in /dev/shm.
-  Result<std::vector<std::string>> done = agree(ctl, mapped, "mapped");
+  Result<std::vector<std::string>> done = agree(ctl, mapped, "mapped", global_ranks);
   if (static_cast<int>(segments.size()) > ctl.rank()) segments[ctl.rank()].unlink();  // else `own` unlinks
   if (!done.is_ok()) return give_up(done.status());
   auto group = std::make_unique<Group>(ctl.rank(), std::move(segments), std::move(pids), geometry_);

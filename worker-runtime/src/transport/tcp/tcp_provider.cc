@@ -17,34 +17,10 @@
 namespace korovod::tcp {
 namespace {
 
-std::string one_line(std::string s) {
-  for (char& c : s) {
-    if (c == '\n') c = ' ';
-  }
-  return s;
-}
-
-// Every member sends "ok <payload>" or "err <why>"; all get everyone's payload in rank order,
-// or the same error, so all ranks take the same branch.
+// Every member reports its status; all take the same branch (transport/common/host_groups.h).
 Result<std::vector<std::string>> agree(ControlChannel& ctl, const Status& mine, const std::string& payload,
                                        const std::vector<int>& global_ranks) {
-  Result<std::vector<std::string>> gathered =
-      ctl.gather_to_root(mine.is_ok() ? "ok " + payload : "err " + one_line(mine.message()));
-  if (!gathered.is_ok()) return gathered.status();
-  std::string joined;
-  for (const std::string& s : *gathered) joined += s + "\n";
-  KOROVOD_RETURN_IF_ERROR(ctl.broadcast_from_root(joined));
-  std::vector<std::string> out;
-  std::istringstream in(joined);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("ok ", 0) != 0) {
-      return Status::unknown(fmt::format("TCP backend setup failed on rank {}: {}", global_ranks[out.size()],
-                                         line.substr(4)));
-    }
-    out.push_back(line.substr(3));
-  }
-  if (static_cast<int>(out.size()) != ctl.size()) return Status::unknown("TCP backend setup: bad exchange");
-  return out;
+  return korovod::agree(ctl, mine, payload, "TCP backend setup", global_ranks);
 }
 
 }  // namespace
@@ -91,7 +67,7 @@ Result<std::unique_ptr<Backend>> TcpBackendProvider::create_backend(const std::v
 
   // Every member learns every member's host, so all take the same branch below.
   const std::string host = options_.host_id.empty() ? shm::host_identity() : options_.host_id;
-  Result<std::vector<std::string>> hosts = agree(ctl, Status::ok(), one_line(host), global_ranks);
+  Result<std::vector<std::string>> hosts = agree(ctl, Status::ok(), host, global_ranks);
   if (!hosts.is_ok()) return hosts.status();
   const std::optional<HostGroups> groups = host_groups(*hosts, global_ranks, ctl.rank());
   if (!groups) return flat;
