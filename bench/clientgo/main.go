@@ -27,7 +27,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -236,8 +235,15 @@ func main() {
 	inf := factory.Core().V1().ConfigMaps().Informer()
 	start := time.Now()
 	factory.Start(stop)
-	if !cache.WaitForCacheSync(stop, inf.HasSynced) {
-		fatalf("(b) informer did not sync")
+	// cache.WaitForCacheSync polls HasSynced every 100 ms, which would round client-go's time
+	// up to the next 100 ms; poll every millisecond instead so both peers' times are exact to
+	// about 1 ms (korovod's side waits on a condition variable).
+	deadline := start.Add(5 * time.Minute)
+	for !inf.HasSynced() {
+		if time.Now().After(deadline) {
+			fatalf("(b) informer did not sync")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	syncDur := time.Since(start)
 	cached := len(inf.GetStore().ListKeys())
