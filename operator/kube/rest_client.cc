@@ -256,9 +256,16 @@ struct RestClient::Impl {
       limiter.wait();
       Reply reply;
       try {
-        reply.response = http.request(make_request(spec), cancel).get();
-        const int code = reply.response.status_code();
-        if (!stream || code >= 300) reply.body = reply.response.extract_utf8string(true).get();
+        // Headers and body in one continuation chain, so the calling thread blocks (and is woken)
+        // once per request, not once for the headers and again for the body.
+        reply = http.request(make_request(spec), cancel)
+                    .then([stream](http::http_response response) {
+                      if (stream && response.status_code() < 300)
+                        return pplx::task_from_result(Reply{std::move(response), {}});
+                      return response.extract_utf8string(true).then(
+                          [response](std::string body) mutable { return Reply{std::move(response), std::move(body)}; });
+                    })
+                    .get();
       } catch (const std::exception& e) {
         ApiError err = transport_error(e);
         if (!spec.idempotent || attempt >= options.max_attempts ||
