@@ -57,7 +57,8 @@ TEST(ReadyEvent, CollectiveReadsTheInputOnlyAfterTheEventFires) {
   run_ranks(n, [&](int rank) {
     auto rt = make_runtime(world, rank, 10);
     // The "framework" has not written the input yet when the tensor is submitted; it writes it
-    // 100 ms later and only then fires the event (as a kernel on its stream would).
+    // only once the engine has started waiting on the event (polled it), then fires the event
+    // (as a kernel on its stream would): the collective must see the written values.
     std::vector<float> in(1000, -100.f), out(1000, 0.f);
     auto event = std::make_shared<ManualEvent>();
     CollectiveArgs a = allreduce_args("late", in, out);
@@ -65,7 +66,8 @@ TEST(ReadyEvent, CollectiveReadsTheInputOnlyAfterTheEventFires) {
     auto h = rt->enqueue(std::move(a));
     ASSERT_TRUE(h.is_ok()) << h.status().to_string();
     std::thread producer([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      while (event->polls.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       std::fill(in.begin(), in.end(), static_cast<float>(rank + 1));
       event->fire();
     });
@@ -73,7 +75,7 @@ TEST(ReadyEvent, CollectiveReadsTheInputOnlyAfterTheEventFires) {
     producer.join();
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     for (float v : out) ASSERT_EQ(v, 3.f);  // 1 + 2, never the -100 placeholders
-    EXPECT_GT(event->polls.load(), 1);     // it was waited on, not read once
+    EXPECT_GT(event->polls.load(), 1);     // polled before the data was there, and again after
     EXPECT_TRUE(rt->shutdown().is_ok());
   });
 }
