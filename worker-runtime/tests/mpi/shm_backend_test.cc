@@ -69,7 +69,9 @@ int main(int argc, char** argv) {
   }
 
   Checker c(rank);
-  const shm::Geometry small{4096, 4};
+  // Streaming stores from 20 KiB: the largest sizes below take that path, the others do not.
+  shm::Geometry small{4096, 4};
+  small.streaming_bytes = 20 * 1024;
   BackendPair b = make_shm_backends(mpi.context(), small, 0, size);
   if (!MPI_CHECK(c, b.under_test && b.reference && b.under_test->enabled(kCpuDevice), "shm backend on one host: {}",
                  b.error)) {

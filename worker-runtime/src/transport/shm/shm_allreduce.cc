@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "algorithms/stream_copy.h"
 #include "kernels/kernels.h"
 #include "transport/shm/shm_backend.h"
 
@@ -50,7 +51,7 @@ Status ShmBackend::usable() const {
 }
 
 void ShmBackend::reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std::byte* dst2,
-                                const std::vector<const std::byte*>& srcs, int64_t count) {
+                                const std::vector<const std::byte*>& srcs, int64_t count, bool stream_dst) {
   const int64_t elem = element_size(dtype);
   if (is_half(dtype)) {
     const bool bf = dtype == DataType::kBFloat16;
@@ -74,7 +75,11 @@ void ShmBackend::reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std
     const size_t bytes = static_cast<size_t>(n * elem);
     std::memcpy(block_.data(), srcs[0] + s * elem, bytes);
     for (size_t j = 1; j < srcs.size(); ++j) kernels::reduce_into(dtype, op, block_.data(), srcs[j] + s * elem, n);
-    std::memcpy(dst + s * elem, block_.data(), bytes);
+    if (stream_dst) {
+      stream_copy(dst + s * elem, block_.data(), static_cast<int64_t>(bytes));
+    } else {
+      std::memcpy(dst + s * elem, block_.data(), bytes);
+    }
     if (dst2) std::memcpy(dst2 + s * elem, block_.data(), bytes);
   }
 }
@@ -128,6 +133,9 @@ Status ShmBackend::ring_allreduce(const std::byte* send, std::byte* recv, int64_
   const uint64_t base = round_;
   round_ += static_cast<uint64_t>(rounds);
   auto round_len = [&](int64_t t) { return clamp_len(count, t * per_round, per_round); };
+  // Outputs too large to stay in cache are written with streaming stores (no read-for-ownership
+  // of every output line); fenced at the end, before this thread returns the result.
+  const bool stream = count * elem >= static_cast<int64_t>(g.geometry().streaming_bytes) && g.geometry().streaming_bytes > 0;
 
   // Copy-in of round t: the shares other ranks own (this rank's own share is read in place).
   auto copy_in = [&](int64_t t) -> Status {
@@ -150,7 +158,7 @@ Status ShmBackend::ring_allreduce(const std::byte* send, std::byte* recv, int64_
     const Part part = part_of(round_len(t), size_, rank_, elem);
     const int64_t at = t * per_round + part.off;
     for (int j = 0; j < size_; ++j) srcs_[j] = j == rank_ ? send + at * elem : g.slot(j, k) + part.off * elem;
-    reduce_sources(dtype, op, recv + at * elem, g.slot(rank_, k) + part.off * elem, srcs_, part.len);
+    reduce_sources(dtype, op, recv + at * elem, g.slot(rank_, k) + part.off * elem, srcs_, part.len, stream);
     g.post(Counter::kReduced, k + 1);
     return Status::ok();
   };
@@ -161,8 +169,13 @@ Status ShmBackend::ring_allreduce(const std::byte* send, std::byte* recv, int64_
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       const Part part = part_of(len, size_, p, elem);
-      std::memcpy(recv + (t * per_round + part.off) * elem, g.slot(p, k) + part.off * elem,
-                  static_cast<size_t>(part.len * elem));
+      std::byte* out = recv + (t * per_round + part.off) * elem;
+      const std::byte* in = g.slot(p, k) + part.off * elem;
+      if (stream) {
+        stream_copy(out, in, part.len * elem);
+      } else {
+        std::memcpy(out, in, static_cast<size_t>(part.len * elem));
+      }
     }
     g.post(Counter::kConsumed, k + 1);
     return Status::ok();
@@ -173,6 +186,7 @@ Status ShmBackend::ring_allreduce(const std::byte* send, std::byte* recv, int64_
     if (t >= 1 && t - 1 < rounds) KOROVOD_RETURN_IF_ERROR(reduce(t - 1));
     if (t >= 2) KOROVOD_RETURN_IF_ERROR(gather(t - 2));
   }
+  if (stream) stream_fence();
   return Status::ok();
 }
 

@@ -49,7 +49,7 @@ class ShmBackend final : public Backend {
   // before the block is written, so dst may alias a source. float16/bfloat16 accumulate in
   // float32 and round once.
   void reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std::byte* dst2,
-                      const std::vector<const std::byte*>& srcs, int64_t count);
+                      const std::vector<const std::byte*>& srcs, int64_t count, bool stream_dst = false);
   Status usable() const;
 
   std::unique_ptr<Group> group_;

@@ -20,6 +20,10 @@ struct Geometry {
   // engine's watchdog (KOROVOD_COLLECTIVE_TIMEOUT_SECONDS), enforced where the waiting happens,
   // so a thread blocked here returns even when the peer is alive but stuck.
   double wait_timeout_seconds = 0;
+  // Allreduces of at least this many bytes write their output with streaming stores (0 = never):
+  // larger than a last-level cache, so the output would be evicted before it is read anyway.
+  // Measured 2026-11-22: 64 and 256 MiB allreduces ~15 % faster, 16 MiB unchanged.
+  size_t streaming_bytes = 32u << 20;
   size_t segment_bytes() const { return kControlBytes + slot_bytes * static_cast<size_t>(slots); }
 };
 
