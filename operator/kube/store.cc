@@ -43,6 +43,16 @@ bool pack_uid(std::string_view s, uint8_t* out) {
   return n == kUidBytes;
 }
 
+int32_t pack_owners(const std::vector<std::string>& owners, std::string_view controller, std::string& blob) {
+  blob.clear();
+  int32_t index = -1;
+  for (size_t i = 0; i < owners.size(); ++i) {
+    if (!controller.empty() && index < 0 && owners[i] == controller) index = static_cast<int32_t>(i);
+    blob.append(owners[i]).push_back('\0');
+  }
+  return index;
+}
+
 }  // namespace store_detail
 
 namespace {
@@ -323,12 +333,7 @@ Store::EntryPtr Store::make_entry(Object& o) {
         labels.append(s).push_back('\0');
       }
   std::string owner_blob;
-  int32_t controller_index = -1;
-  for (size_t i = 0; i < owners.size(); ++i) {
-    if (!controller.empty() && controller_index < 0 && owners[i] == controller)
-      controller_index = static_cast<int32_t>(i);
-    owner_blob.append(owners[i]).push_back('\0');
-  }
+  const int32_t controller_index = store_detail::pack_owners(owners, controller, owner_blob);
 
   store_detail::EntryParts parts;
   parts.key = key;

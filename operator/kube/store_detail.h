@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace kube::store_detail {
 
@@ -12,6 +14,10 @@ constexpr size_t kUidBytes = 16;
 
 // A lowercase 8-4-4-4-12 UUID as 16 bytes; false for anything else (kept in the body as is).
 bool pack_uid(std::string_view s, uint8_t* out);
+
+// Writes the owner uids as "uid\0" each into `blob` (cleared first) and returns the index of the
+// controller's uid among them, or -1 (none, or `controller` empty).
+int32_t pack_owners(const std::vector<std::string>& owners, std::string_view controller, std::string& blob);
 
 // What one entry holds; the views must stay valid until the entry is built.
 struct EntryParts {

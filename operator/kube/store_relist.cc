@@ -327,13 +327,7 @@ void Store::PageDecoder::finish_item() {
   msgpack::close(buf_, item.header, item.count, true);
 
   std::string key = object_key(ns_, name_);
-  owner_blob_.clear();
-  int32_t controller = -1;
-  for (size_t i = 0; i < owners_.size(); ++i) {
-    if (!controller_uid_.empty() && controller < 0 && owners_[i] == controller_uid_)
-      controller = static_cast<int32_t>(i);
-    owner_blob_.append(owners_[i]).push_back('\0');
-  }
+  const int32_t controller = store_detail::pack_owners(owners_, controller_uid_, owner_blob_);
   parts.key = key;
   parts.ns_len = ns_.size();
   parts.resource_version = rv_;
