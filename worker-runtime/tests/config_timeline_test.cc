@@ -55,17 +55,23 @@ TEST(Config, CpuOperationsAndSharedMemoryGeometry) {
   EXPECT_EQ(d->cpu_operations, "");  // shared memory where all ranks share a host, else MPI
   EXPECT_EQ(d->shm_slot_bytes, 64 * 1024);
   EXPECT_EQ(d->shm_slots, 8);
+  EXPECT_EQ(d->shm_streaming_bytes, 1 << 20);
   Result<Config> c = parse_config({{"HOROVOD_CPU_OPERATIONS", "MPI"},
                                    {"KOROVOD_SHM_SLOT_BYTES", "10000"},
-                                   {"KOROVOD_SHM_SLOTS", "4"}});
+                                   {"KOROVOD_SHM_SLOTS", "4"},
+                                   {"KOROVOD_SHM_STREAMING_BYTES", "0"}});
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   EXPECT_EQ(c->cpu_operations, "mpi");
   EXPECT_EQ(c->shm_slot_bytes, 8192);  // whole pages
   EXPECT_EQ(c->shm_slots, 4);
+  EXPECT_EQ(c->shm_streaming_bytes, 0);  // never stream
   EXPECT_EQ(parse_config({{"KOROVOD_CPU_OPERATIONS", "shm"}, {"HOROVOD_CPU_OPERATIONS", "mpi"}})->cpu_operations, "shm");
   EXPECT_FALSE(parse_config({{"HOROVOD_CPU_OPERATIONS", "gloo"}}).is_ok());  // not silently MPI
   EXPECT_FALSE(parse_config({{"KOROVOD_SHM_SLOTS", "2"}}).is_ok());          // the pipeline needs 4
   EXPECT_FALSE(parse_config({{"KOROVOD_SHM_SLOT_BYTES", "100"}}).is_ok());
+  Result<Config> negative = parse_config({{"KOROVOD_SHM_STREAMING_BYTES", "-1"}});
+  ASSERT_FALSE(negative.is_ok());
+  EXPECT_NE(negative.status().message().find("SHM_STREAMING_BYTES"), std::string::npos) << negative.status().message();
 }
 
 TEST(Config, InlineCyclesOnByDefaultAndSwitchable) {

@@ -27,6 +27,10 @@ struct Options {
   bool fused = true;
   bool data_plane = true;  // also time the data plane alone (shared memory, or TCP when forced)
   bool gloo = true;        // also time Gloo's ring allreduce (TCP on loopback), same buffers
+  // Every variant's timed iteration also reads its whole output once, as the optimizer would:
+  // an output left in cache (plain stores) or sent to memory (streaming stores) is then paid for
+  // where it is used, not only where it is written.
+  bool read_output = false;
   std::string json_path;
 };
 

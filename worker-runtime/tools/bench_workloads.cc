@@ -137,6 +137,30 @@ double memcpy_gbs(std::vector<std::vector<std::byte>>& ins, std::vector<std::vec
   return rate;
 }
 
+// Reads every 8-byte word of `out` (the consumer of the result, --read-output).
+uint64_t read_all(const std::vector<std::byte>& out) {
+  uint64_t acc = 0;
+  const size_t words = out.size() / sizeof(uint64_t);
+  for (size_t i = 0; i < words; ++i) {
+    uint64_t w;
+    std::memcpy(&w, out.data() + i * sizeof(uint64_t), sizeof w);
+    acc ^= w;
+  }
+  return acc;
+}
+
+// `op(i)` followed, with --read-output, by reading output i (same for every variant).
+template <typename Op>
+auto with_reader(const Options& o, std::vector<std::vector<std::byte>>& outs, Op op) {
+  return [&o, &outs, op](int i) {
+    op(i);
+    if (o.read_output) {
+      volatile uint64_t sink = read_all(outs[static_cast<size_t>(i) % outs.size()]);
+      (void)sink;
+    }
+  };
+}
+
 }  // namespace
 
 Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op, int64_t bytes, GlooPeer* gloo) {
@@ -145,18 +169,20 @@ Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op
   std::vector<std::vector<std::byte>> ins(k, std::vector<std::byte>(bytes)), outs = ins;
   for (auto& in : ins) fill(in, dtype, count, rt.rank());
   const std::string name = "bench." + std::to_string(bytes);
-  auto korovod_once = [&](int i) {
+  auto korovod_once = with_reader(o, outs, [&](int i) {
     TensorView input{ins[i % k].data(), dtype, {count}, kCpuDevice}, output{outs[i % k].data(), dtype, {count}, kCpuDevice};
     Handle h = *rt.allreduce(name, input, output, op);
     (void)rt.wait(h);
     rt.release(h);
-  };
+  });
   auto type = mpi_type(dtype, op);
-  auto mpi_once = [&](int i) {
+  auto mpi_once = with_reader(o, outs, [&](int i) {
     MPI_Allreduce(ins[i % k].data(), outs[i % k].data(), static_cast<int>(count), type->type, type->op, MPI_COMM_WORLD);
-  };
+  });
   bool gloo_ok = true;
-  auto gloo_once = [&](int i) { gloo_ok = gloo->allreduce(ins[i % k].data(), outs[i % k].data(), count, dtype, op).is_ok() && gloo_ok; };
+  auto gloo_once = with_reader(o, outs, [&](int i) {
+    gloo_ok = gloo->allreduce(ins[i % k].data(), outs[i % k].data(), count, dtype, op).is_ok() && gloo_ok;
+  });
   const int iters = iterations_for(o, bytes);
   for (int i = 0; i < o.warmup; ++i) {
     korovod_once(i), mpi_once(i);
@@ -190,11 +216,13 @@ Row measure_backend_allreduce(Backend& backend, const Options& o, DataType dtype
   const int k = rotation_for(bytes);
   std::vector<std::vector<std::byte>> ins(k, std::vector<std::byte>(bytes)), outs = ins;
   for (auto& in : ins) fill(in, dtype, count, backend.rank());
-  auto backend_once = [&](int i) { (void)backend.allreduce(ins[i % k].data(), outs[i % k].data(), count, dtype, op); };
+  auto backend_once = with_reader(o, outs, [&](int i) {
+    (void)backend.allreduce(ins[i % k].data(), outs[i % k].data(), count, dtype, op);
+  });
   auto type = mpi_type(dtype, op);
-  auto mpi_once = [&](int i) {
+  auto mpi_once = with_reader(o, outs, [&](int i) {
     MPI_Allreduce(ins[i % k].data(), outs[i % k].data(), static_cast<int>(count), type->type, type->op, MPI_COMM_WORLD);
-  };
+  });
   const int iters = iterations_for(o, bytes);
   for (int i = 0; i < o.warmup; ++i) backend_once(i), mpi_once(i);
   Row row{backend.name() + " data plane", std::string(dtype_name(dtype)), bytes, 1};

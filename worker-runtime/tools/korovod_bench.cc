@@ -156,6 +156,8 @@ int main(int argc, char** argv) {
   app.add_option("--fused-iters", o.fused_iters, "timed fused steps")->capture_default_str();
   app.add_flag("!--no-sweep", o.sweep, "skip the size sweep");
   app.add_flag("!--no-fused", o.fused, "skip the fused workload");
+  app.add_flag("--read-output", o.read_output,
+               "each timed iteration of every variant also reads its output once (sweep rows)");
   app.add_flag("!--no-data-plane", o.data_plane, "skip timing the data plane without the engine (shared memory; TCP with KOROVOD_CPU_OPERATIONS=tcp)");
   app.add_flag("!--no-gloo", o.gloo, "skip the Gloo peer (ring allreduce over TCP on loopback)");
   app.add_option("--json", o.json_path, "also write the results as JSON here");

@@ -40,6 +40,9 @@ struct Config {
   std::string cpu_operations;
   int64_t shm_slot_bytes = 64 * 1024;  // one chunk slot of the shared-memory ring
   int shm_slots = 8;                   // slots per rank: the pipeline depth
+  // Shared-memory allreduces whose output is at least this many bytes write it with streaming
+  // stores (0 = never). See docs/runtime-config.md for the trade-off.
+  int64_t shm_streaming_bytes = int64_t{1} << 20;
   // The fabric settings NCCL / UCX act on, as set in the environment (NCCL_IB_HCA, ...; see
   // kNetworkEnvNames), only echoed in rank 0's startup line so a job's log shows what it ran with.
   std::vector<std::pair<std::string, std::string>> network_env;

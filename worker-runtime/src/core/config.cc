@@ -140,6 +140,7 @@ Result<Config> parse_config(const EnvMap& env) {
   KOROVOD_RETURN_IF_ERROR(read_cpu_operations(env, c.cpu_operations));
   KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "SHM_SLOT_BYTES", c.shm_slot_bytes, 4096));
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "SHM_SLOTS", c.shm_slots, 4));
+  KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "SHM_STREAMING_BYTES", c.shm_streaming_bytes, 0));
   KOROVOD_RETURN_IF_ERROR(read_bool(env, "AUTOTUNE", c.autotune));
   if (auto log = lookup(env, "AUTOTUNE_LOG")) c.autotune_log = log->second;
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_WARMUP_SAMPLES", c.autotune_warmup_samples, 0));

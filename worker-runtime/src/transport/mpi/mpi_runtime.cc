@@ -51,12 +51,10 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
     tcp_options.timeout_seconds = options.config.collective_timeout_seconds;
     tcp_options.hierarchical_allreduce = options.config.hierarchical_allreduce;
     tcp_options.host_id = options.config.host_id;
-    tcp_options.shm_geometry = {static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots,
-                                options.config.collective_timeout_seconds};
+    tcp_options.shm_geometry = shm::geometry_from(options.config);
     options.backends.push_back(std::make_shared<tcp::TcpBackendProvider>(transport, tcp_options));
   } else if (options.config.cpu_operations != "mpi") {
-    const shm::Geometry geometry{static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots,
-                                 options.config.collective_timeout_seconds};
+    const shm::Geometry geometry = shm::geometry_from(options.config);
     options.backends.push_back(std::make_shared<shm::ShmBackendProvider>(transport, geometry,
                                                                          options.config.cpu_operations == "shm"));
   }

@@ -21,9 +21,10 @@ struct Geometry {
   // so a thread blocked here returns even when the peer is alive but stuck.
   double wait_timeout_seconds = 0;
   // Allreduces of at least this many bytes write their output with streaming stores (0 = never):
-  // larger than a last-level cache, so the output would be evicted before it is read anyway.
-  // Measured 2026-11-22: 64 and 256 MiB allreduces ~15 % faster, 16 MiB unchanged.
-  size_t streaming_bytes = 32u << 20;
+  // no read-for-ownership of output lines that do not fit in a core's L2 anyway. Measured
+  // 2026-11-22 with the reader of the output included in the time (korovod-bench --read-output):
+  // as fast or faster from 1 MiB up; see docs/benchmarks.md.
+  size_t streaming_bytes = 1u << 20;
   size_t segment_bytes() const { return kControlBytes + slot_bytes * static_cast<size_t>(slots); }
 };
 

@@ -79,4 +79,13 @@ Result<std::unique_ptr<Backend>> ShmBackendProvider::create_backend(const std::v
   return std::unique_ptr<Backend>(std::make_unique<ShmBackend>(std::move(group)));
 }
 
+Geometry geometry_from(const Config& config) {
+  Geometry g;
+  g.slot_bytes = static_cast<size_t>(config.shm_slot_bytes);
+  g.slots = config.shm_slots;
+  g.wait_timeout_seconds = config.collective_timeout_seconds;
+  g.streaming_bytes = static_cast<size_t>(config.shm_streaming_bytes);
+  return g;
+}
+
 }  // namespace korovod::shm

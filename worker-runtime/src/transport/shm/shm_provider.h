@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "korovod/config.h"
 #include "korovod/transport.h"
 #include "transport/shm/shm_group.h"
 
@@ -26,6 +27,9 @@ class ShmBackendProvider final : public BackendProvider {
   bool forced_;
   int created_ = 0;  // segments created by this provider: part of the unique name
 };
+
+// The ring geometry the configuration asks for (slots, streaming threshold, wait bound).
+Geometry geometry_from(const Config& config);
 
 // Host identity: hostname plus kernel boot id, so two containers named alike on different
 // machines are not mistaken for one host.

@@ -74,8 +74,7 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   options.transport = *transport;
   // Shared memory for sets on one host (unless TCP is forced), TCP for the rest.
   if (options.config.cpu_operations != "tcp") {
-    const shm::Geometry geometry{static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots,
-                                 options.config.collective_timeout_seconds};
+    const shm::Geometry geometry = shm::geometry_from(options.config);
     options.backends.push_back(std::make_shared<shm::ShmBackendProvider>(*transport, geometry,
                                                                          options.config.cpu_operations == "shm"));
   }
@@ -85,8 +84,7 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   tcp_options.timeout_seconds = options.config.collective_timeout_seconds;
   tcp_options.hierarchical_allreduce = options.config.hierarchical_allreduce;
   tcp_options.host_id = world.host_id;
-  tcp_options.shm_geometry = {static_cast<size_t>(options.config.shm_slot_bytes), options.config.shm_slots,
-                              options.config.collective_timeout_seconds};
+  tcp_options.shm_geometry = shm::geometry_from(options.config);
   options.backends.push_back(std::make_shared<tcp::TcpBackendProvider>(*transport, tcp_options));
   options.process_sets = std::move(process_sets);
   return options;
