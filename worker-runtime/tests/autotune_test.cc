@@ -75,6 +75,50 @@ TEST(CoordinateSearch, IsDeterministicAndSnapsStartToGrid) {
   EXPECT_EQ(a.front(), (TunedParams{4 * kMiB, 1.0}));  // nearest in log scale
 }
 
+// A third axis: the chunk. Separable optimum inside the grid; the search finds it and keeps the
+// two-axis behaviour of the other tests when no chunk grid is given.
+TEST(CoordinateSearch, SearchesTheChunkAxisWhenGivenOne) {
+  constexpr int64_t kKiB = 1 << 10;
+  auto score = [](TunedParams p) {
+    const double f = std::log2(static_cast<double>(p.fusion_threshold_bytes) / (8.0 * kMiB));
+    const double c = std::log2(p.cycle_time_ms / 2.5);
+    const double k = std::log2(static_cast<double>(p.chunk_bytes) / (32.0 * kKiB));
+    return 1000.0 - f * f - c * c - k * k;
+  };
+  CoordinateSearch search(AutotuneOptions::default_fusion_grid(), AutotuneOptions::default_cycle_grid(),
+                          TunedParams{128 * kMiB, 1.0, 64 * kKiB}, 30, AutotuneOptions::chunk_grid_for(64 * kKiB));
+  std::vector<TunedParams> seen;
+  while (!search.finished()) {
+    seen.push_back(search.current());
+    search.report(score(search.current()));
+  }
+  EXPECT_EQ(search.best(), (TunedParams{8 * kMiB, 2.5, 32 * kKiB}));
+  EXPECT_LE(seen.size(), 20u);  // 8 + 6 + 2 whole-axis points, then a few neighbours
+  for (const TunedParams& p : seen) EXPECT_TRUE(p.chunk_bytes == 16 * kKiB || p.chunk_bytes == 32 * kKiB || p.chunk_bytes == 64 * kKiB);
+
+  CoordinateSearch two_axes(AutotuneOptions::default_fusion_grid(), AutotuneOptions::default_cycle_grid(),
+                            TunedParams{128 * kMiB, 1.0, 12345}, 30);
+  while (!two_axes.finished()) {
+    EXPECT_EQ(two_axes.current().chunk_bytes, 12345);  // carried through, never searched
+    two_axes.report(score(TunedParams{two_axes.current().fusion_threshold_bytes, two_axes.current().cycle_time_ms, 32 * kKiB}));
+  }
+}
+
+TEST(AutotuneOptions, ChunkGridFollowsTheSlotAndTheDataPlane) {
+  EXPECT_EQ(AutotuneOptions::chunk_grid_for(64 << 10), (std::vector<int64_t>{16 << 10, 32 << 10, 64 << 10}));
+  EXPECT_EQ(AutotuneOptions::chunk_grid_for(100 << 10), (std::vector<int64_t>{16 << 10, 32 << 10, 64 << 10, 100 << 10}));
+  EXPECT_EQ(AutotuneOptions::chunk_grid_for(8 << 10), (std::vector<int64_t>{8 << 10}));
+  Config c;
+  c.autotune = true;
+  EXPECT_EQ(AutotuneOptions::from_config(c).chunk_grid.size(), 3u);  // default data plane: shared memory
+  c.cpu_operations = "mpi";
+  EXPECT_TRUE(AutotuneOptions::from_config(c).chunk_grid.empty());   // no shared-memory rings to tune
+  c.cpu_operations = "";
+  c.autotune_chunk = false;
+  EXPECT_TRUE(AutotuneOptions::from_config(c).chunk_grid.empty());
+  EXPECT_FALSE(parse_config({{"KOROVOD_AUTOTUNE_CHUNK", "0"}})->autotune_chunk);
+}
+
 class ManualClock final : public Clock {
  public:
   TimePoint now() const override { return now_; }
@@ -194,22 +238,22 @@ TEST(AutotuneCsv, WritesHeaderAndOneRowPerSample) {
   {
     auto csv = AutotuneCsv::open(path.string());
     ASSERT_TRUE(csv.is_ok()) << csv.status().to_string();
-    (*csv)->write(AutotuneSample{1, {8 * kMiB, 2.5}, 1234.5, true});
+    (*csv)->write(AutotuneSample{1, {8 * kMiB, 2.5, 32768}, 1234.5, true});
     (*csv)->write(AutotuneSample{2, {16 * kMiB, 2.5}, 99.25, false});
   }
   std::ifstream in(path);
   std::string header, row1, row2, extra;
   std::getline(in, header), std::getline(in, row1), std::getline(in, row2);
-  EXPECT_EQ(header, "sample,fusion_threshold_bytes,cycle_time_ms,score_bytes_per_us,best");
-  EXPECT_EQ(row1, "1,8388608,2.5,1234.5000,1");
-  EXPECT_EQ(row2, "2,16777216,2.5,99.2500,0");
+  EXPECT_EQ(header, "sample,fusion_threshold_bytes,cycle_time_ms,chunk_bytes,score_bytes_per_us,best");
+  EXPECT_EQ(row1, "1,8388608,2.5,32768,1234.5000,1");
+  EXPECT_EQ(row2, "2,16777216,2.5,0,99.2500,0");  // 0: chunk not tuned
   EXPECT_FALSE(std::getline(in, extra));
   std::filesystem::remove(path);
   EXPECT_FALSE(AutotuneCsv::open("/nonexistent-dir/x.csv").is_ok());
 }
 
 TEST(AutotuneParams, RoundTripAndRejectGarbage) {
-  TunedParams p{64 * kMiB + 3, 2.5};
+  TunedParams p{64 * kMiB + 3, 2.5, 48 << 10};
   Result<TunedParams> back = decode_params(encode_params(p));
   ASSERT_TRUE(back.is_ok());
   EXPECT_EQ(*back, p);

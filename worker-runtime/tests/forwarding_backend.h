@@ -32,6 +32,7 @@ class ForwardingBackend : public Backend {
   }
   Status barrier() override { return inner_->barrier(); }
   Status copy(void* dst, const void* src, int64_t bytes) override { return inner_->copy(dst, src, bytes); }
+  void set_chunk_bytes(int64_t bytes) override { inner_->set_chunk_bytes(bytes); }
 
  protected:
   Backend& inner() { return *inner_; }

@@ -53,6 +53,7 @@ struct Config {
   int autotune_steps_per_sample = 10;  // cycles that reduced something, per window
   int autotune_windows_per_sample = 5; // a sample scores the median of this many windows
   int autotune_max_samples = 20;       // Horovod: AUTOTUNE_BAYES_OPT_MAX_SAMPLES
+  bool autotune_chunk = true;          // also tune the shared-memory chunk (AUTOTUNE_CHUNK)
   // TCP data plane: the interface to listen on ("" = the hostname's address, else loopback;
   // KOROVOD_IFACE, else HOROVOD_GLOO_IFACE, else the first name in NCCL_SOCKET_IFNAME) and the
   // ring's pipeline segment.

@@ -85,6 +85,11 @@ class Backend {
   // contract as the control channel's: called on every member in the same order.
   virtual size_t bits_allreduce_words() const { return 0; }
   virtual Status allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp op);
+
+  // Optional: the pipelining unit of this backend's own collectives (autotune's chunk axis);
+  // 0 = back to its configured unit. Called on every member between the same two collectives;
+  // a backend clamps it to what its buffers allow. The default ignores it (MPI, NCCL, TCP).
+  virtual void set_chunk_bytes(int64_t bytes) { (void)bytes; }
 };
 
 class BackendProvider {

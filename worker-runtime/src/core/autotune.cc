@@ -16,19 +16,28 @@ std::vector<int64_t> AutotuneOptions::default_fusion_grid() {
 
 std::vector<double> AutotuneOptions::default_cycle_grid() { return {0.5, 1, 2.5, 5, 10, 25, 50}; }
 
+std::vector<int64_t> AutotuneOptions::chunk_grid_for(int64_t slot_bytes) {
+  std::vector<int64_t> grid;
+  for (int64_t b = 16 << 10; b < slot_bytes; b *= 2) grid.push_back(b);
+  grid.push_back(slot_bytes);
+  return grid;
+}
+
 AutotuneOptions AutotuneOptions::from_config(const Config& config) {
   AutotuneOptions o;
   o.warmup_samples = config.autotune_warmup_samples;
   o.steps_per_sample = config.autotune_steps_per_sample;
   o.windows_per_sample = config.autotune_windows_per_sample;
   o.max_samples = config.autotune_max_samples;
+  const bool shm_possible = config.cpu_operations.empty() || config.cpu_operations == "shm";
+  if (config.autotune_chunk && shm_possible) o.chunk_grid = chunk_grid_for(config.shm_slot_bytes);
   return o;
 }
 
 Autotuner::Autotuner(AutotuneOptions options, TunedParams initial, const Clock& clock)
     : options_(std::move(options)),
       clock_(clock),
-      search_(options_.fusion_grid, options_.cycle_grid, initial, options_.max_samples),
+      search_(options_.fusion_grid, options_.cycle_grid, initial, options_.max_samples, options_.chunk_grid),
       in_effect_(initial),
       warmup_left_(options_.warmup_samples) {
   // The search starts from the grid point nearest to the configured values; warm up on that.
@@ -98,26 +107,33 @@ Result<std::unique_ptr<AutotuneCsv>> AutotuneCsv::open(const std::string& path) 
 AutotuneCsv::~AutotuneCsv() { std::fclose(file_); }
 
 void AutotuneCsv::write(const AutotuneSample& s) {
-  std::string row = fmt::format("{},{},{},{:.4f},{}\n", s.index, s.params.fusion_threshold_bytes,
-                                s.params.cycle_time_ms, s.score, s.best ? 1 : 0);
+  std::string row = fmt::format("{},{},{},{},{:.4f},{}\n", s.index, s.params.fusion_threshold_bytes,
+                                s.params.cycle_time_ms, s.params.chunk_bytes, s.score, s.best ? 1 : 0);
   std::fputs(row.c_str(), file_);
   std::fflush(file_);
 }
 
+namespace {
+constexpr size_t kEncodedBytes = 2 * sizeof(int64_t) + sizeof(double);
+}  // namespace
+
 std::string encode_params(const TunedParams& params) {
-  std::string bytes(sizeof(int64_t) + sizeof(double), '\0');
+  std::string bytes(kEncodedBytes, '\0');
   std::memcpy(bytes.data(), &params.fusion_threshold_bytes, sizeof(int64_t));
   std::memcpy(bytes.data() + sizeof(int64_t), &params.cycle_time_ms, sizeof(double));
+  std::memcpy(bytes.data() + sizeof(int64_t) + sizeof(double), &params.chunk_bytes, sizeof(int64_t));
   return bytes;
 }
 
 Result<TunedParams> decode_params(const std::string& bytes) {
-  if (bytes.size() != sizeof(int64_t) + sizeof(double)) {
-    return Status::unknown(fmt::format("autotune: parameter update of {} bytes, expected 16", bytes.size()));
+  if (bytes.size() != kEncodedBytes) {
+    return Status::unknown(
+        fmt::format("autotune: parameter update of {} bytes, expected {}", bytes.size(), kEncodedBytes));
   }
   TunedParams p;
   std::memcpy(&p.fusion_threshold_bytes, bytes.data(), sizeof(int64_t));
   std::memcpy(&p.cycle_time_ms, bytes.data() + sizeof(int64_t), sizeof(double));
+  std::memcpy(&p.chunk_bytes, bytes.data() + sizeof(int64_t) + sizeof(double), sizeof(int64_t));
   return p;
 }
 

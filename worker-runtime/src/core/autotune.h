@@ -1,8 +1,8 @@
 // Horovod's autotune (parameter_manager.cc) as a component of its own: rank 0 measures the
 // throughput of the engine (bytes reduced per µs) over windows of cycles, scores each setting
 // by the median of several windows (one slow window on a busy machine does not decide), feeds
-// the scores to a CoordinateSearch over (fusion threshold, cycle time), and hands out the next
-// parameters to try.
+// the scores to a CoordinateSearch over (fusion threshold, cycle time, shared-memory chunk), and
+// hands out the next parameters to try.
 // The engine broadcasts them through the negotiation and reports back when every rank applied
 // them (on_applied): only then does the next window start, so a window never mixes parameters.
 // Time comes from the injected Clock; nothing here does I/O except AutotuneCsv.
@@ -28,9 +28,14 @@ struct AutotuneOptions {
   int max_samples = 20;      // scored samples (grid points) at most; then the best point stays
   std::vector<int64_t> fusion_grid = default_fusion_grid();
   std::vector<double> cycle_grid = default_cycle_grid();
+  std::vector<int64_t> chunk_grid;  // empty: the chunk is not tuned
 
   static std::vector<int64_t> default_fusion_grid();  // 1, 2, 4, ..., 128 MiB
   static std::vector<double> default_cycle_grid();    // 0.5, 1, 2.5, 5, 10, 25, 50 ms
+  // 16 KiB, 32 KiB, ... doubling up to the slot size, and the slot size itself.
+  static std::vector<int64_t> chunk_grid_for(int64_t slot_bytes);
+  // The chunk is tuned when shared memory may carry CPU tensors (KOROVOD_CPU_OPERATIONS unset or
+  // shm) and KOROVOD_AUTOTUNE_CHUNK is not 0.
   static AutotuneOptions from_config(const Config& config);
 };
 
@@ -84,7 +89,8 @@ class AutotuneCsv {
   AutotuneCsv& operator=(const AutotuneCsv&) = delete;
   void write(const AutotuneSample& sample);
 
-  static constexpr const char* kHeader = "sample,fusion_threshold_bytes,cycle_time_ms,score_bytes_per_us,best";
+  static constexpr const char* kHeader =
+      "sample,fusion_threshold_bytes,cycle_time_ms,chunk_bytes,score_bytes_per_us,best";
 
  private:
   explicit AutotuneCsv(std::FILE* file) : file_(file) {}

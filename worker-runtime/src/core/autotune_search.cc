@@ -24,17 +24,28 @@ int nearest_log(const std::vector<T>& grid, double value) {
 }  // namespace
 
 CoordinateSearch::CoordinateSearch(std::vector<int64_t> fusion_grid, std::vector<double> cycle_grid,
-                                   TunedParams start, int max_samples)
-    : fusion_grid_(std::move(fusion_grid)), cycle_grid_(std::move(cycle_grid)), max_samples_(max_samples) {
+                                   TunedParams start, int max_samples, std::vector<int64_t> chunk_grid)
+    : fusion_grid_(std::move(fusion_grid)),
+      cycle_grid_(std::move(cycle_grid)),
+      chunk_grid_(std::move(chunk_grid)),
+      fixed_chunk_(start.chunk_bytes),
+      max_samples_(max_samples) {
   KOROVOD_CHECK(!fusion_grid_.empty() && !cycle_grid_.empty());
   current_ = {nearest_log(fusion_grid_, static_cast<double>(start.fusion_threshold_bytes)),
-              nearest_log(cycle_grid_, start.cycle_time_ms)};
+              nearest_log(cycle_grid_, start.cycle_time_ms),
+              chunk_grid_.empty() ? 0 : nearest_log(chunk_grid_, static_cast<double>(start.chunk_bytes))};
   best_ = best_at_scan_start_ = current_;
   finished_ = max_samples_ <= 0;
 }
 
 TunedParams CoordinateSearch::at(Point p) const {
-  return TunedParams{fusion_grid_[static_cast<size_t>(p.first)], cycle_grid_[static_cast<size_t>(p.second)]};
+  return TunedParams{fusion_grid_[static_cast<size_t>(p[0])], cycle_grid_[static_cast<size_t>(p[1])],
+                     chunk_grid_.empty() ? fixed_chunk_ : chunk_grid_[static_cast<size_t>(p[2])]};
+}
+
+int CoordinateSearch::axis_size(int axis) const {
+  const size_t n = axis == 0 ? fusion_grid_.size() : axis == 1 ? cycle_grid_.size() : chunk_grid_.size();
+  return static_cast<int>(n);
 }
 
 TunedParams CoordinateSearch::current() const { return at(finished_ ? best_ : current_); }
@@ -55,14 +66,14 @@ void CoordinateSearch::plan_scan() {
   // The first scan of each axis covers the whole axis (the landscape is rarely unimodal: small
   // thresholds lose to per-op overhead, large ones to lost overlap); later scans refine around
   // the best point with its two neighbours on the axis, a hill climb that alternates axes.
-  const int n = static_cast<int>(axis_ == 0 ? fusion_grid_.size() : cycle_grid_.size());
-  const int here = axis_ == 0 ? best_.first : best_.second;
-  const bool full = scans_planned_ < 2;
+  const int n = axis_size(axis_);
+  const int here = best_[static_cast<size_t>(axis_)];
+  const bool full = scans_planned_ < axes();
   ++scans_planned_;
   for (int i = 0; i < n; ++i) {
     if (!full && std::abs(i - here) != 1) continue;
     Point p = best_;
-    (axis_ == 0 ? p.first : p.second) = i;
+    p[static_cast<size_t>(axis_)] = i;
     if (!scores_.contains(p)) queue_.push_back(p);
   }
 }
@@ -73,13 +84,14 @@ void CoordinateSearch::advance() {
     return;
   }
   while (queue_.empty()) {
-    // An axis scan is over. Two scans in a row that left the best point in place: converged.
+    // An axis scan is over. One scan per axis in a row that left the best point in place:
+    // converged.
     unchanged_scans_ = best_ == best_at_scan_start_ ? unchanged_scans_ + 1 : 1;
-    if (unchanged_scans_ >= 2) {
+    if (unchanged_scans_ >= axes()) {
       finished_ = true;
       return;
     }
-    axis_ = 1 - axis_;
+    axis_ = (axis_ + 1) % axes();
     best_at_scan_start_ = best_;
     plan_scan();
   }

@@ -149,6 +149,7 @@ Result<Config> parse_config(const EnvMap& env) {
   // Horovod's name for the sample budget, then korovod's (which wins when both are set).
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_BAYES_OPT_MAX_SAMPLES", c.autotune_max_samples, 1));
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_MAX_SAMPLES", c.autotune_max_samples, 1));
+  KOROVOD_RETURN_IF_ERROR(read_bool(env, "AUTOTUNE_CHUNK", c.autotune_chunk));
   read_tcp_iface(env, c.tcp_iface);
   KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "TCP_SEGMENT_BYTES", c.tcp_segment_bytes, 64));
   KOROVOD_RETURN_IF_ERROR(read_bool(env, "HIERARCHICAL_ALLREDUCE", c.hierarchical_allreduce));

@@ -214,9 +214,16 @@ bool RuntimeImpl::run_one_cycle() {
       param_update = std::move(out->param_update);
     }
   }
-  if (Status st = params_->end_cycle(bytes_reduced, param_update); !st.is_ok()) {
+  bool chunk_changed = false;
+  if (Status st = params_->end_cycle(bytes_reduced, param_update, &chunk_changed); !st.is_ok()) {
     record_fatal(st);
     return false;
+  }
+  // Every rank got the update in this cycle: all switch between the same two collectives.
+  if (chunk_changed) {
+    for (const auto& set : sets_.members_in_id_order()) {
+      for (const auto& backend : set->backends) backend->set_chunk_bytes(params_->chunk_bytes());
+    }
   }
   if (apply_change) apply_set_change();
   return true;
@@ -236,6 +243,7 @@ void RuntimeImpl::apply_set_change() {
       change->done->set_value(set.status());
       return;
     }
+    for (const auto& backend : (*set)->backends) backend->set_chunk_bytes(params_->chunk_bytes());
     sets_.insert(std::move(set).value());
     change->done->set_value(id);
     return;

@@ -1,12 +1,14 @@
 // rt_autotune_mpi_test: autotune under mpirun. The ctest entry sets KOROVOD_AUTOTUNE=1, the log
-// path (through the HOROVOD_ alias) and a small sample budget; a training-like loop runs until
-// rank 0's tuner has spent the budget, every allreduce result is checked while the parameters
-// change, and rank 0 then checks the CSV: header, one row per sample, a best row.
+// path (through the HOROVOD_ alias) and a sample budget that reaches the chunk axis; a
+// training-like loop runs until rank 0's tuner has spent the budget, every element of every
+// allreduce result is checked while the parameters (the shared-memory chunk included) change,
+// and rank 0 then checks the CSV: header, one row per sample, a best row, several chunks tried.
 #include <mpi.h>
 
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include "mpi_check.h"
 
@@ -18,18 +20,22 @@ void check_csv(Checker& c, const Config& config) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   if (!MPI_CHECK(c, !lines.empty(), "no autotune log at {}", config.autotune_log)) return;
-  MPI_CHECK(c, lines[0] == "sample,fusion_threshold_bytes,cycle_time_ms,score_bytes_per_us,best", "header {}", lines[0]);
+  MPI_CHECK(c, lines[0] == "sample,fusion_threshold_bytes,cycle_time_ms,chunk_bytes,score_bytes_per_us,best",
+            "header {}", lines[0]);
   MPI_CHECK(c, lines.size() == static_cast<size_t>(config.autotune_max_samples) + 1, "{} rows, expected {}",
             lines.size() - 1, config.autotune_max_samples);
-  const std::regex row(R"((\d+),(\d+),([\d.]+),([\d.]+),([01]))");
+  const std::regex row(R"((\d+),(\d+),([\d.]+),(\d+),([\d.]+),([01]))");
   int best_rows = 0;
+  std::set<std::string> chunks;
   for (size_t i = 1; i < lines.size(); ++i) {
     std::smatch m;
     if (!MPI_CHECK(c, std::regex_match(lines[i], m, row), "malformed row {}", lines[i])) continue;
-    MPI_CHECK(c, std::stod(m[4]) > 0, "score of row {} is not positive", lines[i]);
-    best_rows += m[5] == "1";
+    MPI_CHECK(c, std::stod(m[5]) > 0, "score of row {} is not positive", lines[i]);
+    best_rows += m[6] == "1";
+    chunks.insert(m[4]);
   }
   MPI_CHECK(c, best_rows >= 1, "no row marked best");
+  MPI_CHECK(c, chunks.size() == 3, "{} chunk sizes tried, expected 16, 32 and 64 KiB", chunks.size());
   fmt::print("autotune log {}:\n", config.autotune_log);
   for (const auto& l : lines) fmt::print("  {}\n", l);
 }
@@ -60,14 +66,15 @@ int main(int argc, char** argv) {
   for (int step = 0; step < steps; ++step) {
     std::vector<Handle> handles;
     for (int t = 0; t < tensors; ++t) {
-      std::fill(grads[t].begin(), grads[t].end(), static_cast<float>(rank + t));
+      for (int i = 0; i < count; ++i) grads[t][i] = static_cast<float>(rank + t + i % 7);
       TensorView v{grads[t].data(), DataType::kFloat32, {count}, kCpuDevice};
       handles.push_back(*(*rt)->allreduce("grad." + std::to_string(t), v, v, ReduceOp::kSum));
     }
     for (Handle h : handles) all_right = (*rt)->wait(h).is_ok() && all_right;
     for (int t = 0; t < tensors; ++t) {
-      all_right = all_right && grads[t][0] == size * (size - 1) / 2 + size * t &&
-                  grads[t][count - 1] == grads[t][0];
+      for (int i = 0; i < count; ++i) {
+        all_right = all_right && grads[t][i] == static_cast<float>(size * (size - 1) / 2 + size * (t + i % 7));
+      }
     }
   }
   MPI_CHECK(c, all_right, "some allreduce failed or returned a wrong sum while autotune ran");

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "backend_conformance.h"
+#include "transport/shm/shm_backend.h"
 #include "shm_control_check.h"
 #include "transport/mpi/mpi_providers.h"
 #include "transport/shm/shm_provider.h"
@@ -84,6 +85,20 @@ int main(int argc, char** argv) {
   BackendPair d = make_shm_backends(mpi.context(), shm::Geometry{}, 1, size);
   if (MPI_CHECK(c, d.under_test && d.reference, "default geometry shm backend: {}", d.error)) {
     check_large_allreduce(*d.under_test, *d.reference, c, (3 << 20) / 4 + 11, rank, "default geometry");
+    // Autotune's chunk (Backend::set_chunk_bytes) within the same slots: whole pages, clamped to
+    // the slot, 0 back to the slot; every collective still bitwise equal to MPI's.
+    const std::vector<std::pair<int64_t, int64_t>> chunks = {{4096, 4096}, {20000, 16384}, {int64_t{1} << 30, 65536}, {0, 65536}};
+    for (auto [chunk, in_effect] : chunks) {
+      d.under_test->set_chunk_bytes(chunk);
+      const std::string what = fmt::format("chunk {}", chunk);
+      auto* shm_backend = dynamic_cast<shm::ShmBackend*>(d.under_test.get());
+      MPI_CHECK(c, shm_backend && shm_backend->chunk_bytes() == in_effect, "{}: {} in effect, expected {}", what,
+                shm_backend ? shm_backend->chunk_bytes() : -1, in_effect);
+      check_large_allreduce(*d.under_test, *d.reference, c, (1 << 20) / 4 + 7, rank, what);
+      check_reductions(*d.under_test, *d.reference, c, [](DataType) { return std::vector<int64_t>{1, 1027, 40000}; },
+                       rank, size);
+      check_copies(*d.under_test, *d.reference, c, {1, 5000, 70001}, rank, size);
+    }
   }
   if (size == 4) check_device_hierarchical_on_cpu(mpi.context(), c, rank, size);
   return verdict(c, fmt::format("rt_shm_test np={}", size));  // the backends go before MPI (see MpiSession)

@@ -58,6 +58,11 @@ class HierarchicalBackend final : public Backend {
   }
   Status barrier() override { return flat_->barrier(); }
   Status copy(void* dst, const void* src, int64_t bytes) override { return flat_->copy(dst, src, bytes); }
+  void set_chunk_bytes(int64_t bytes) override {
+    flat_->set_chunk_bytes(bytes);
+    local_->set_chunk_bytes(bytes);
+    cross_->set_chunk_bytes(bytes);
+  }
 
  private:
   Status hierarchical(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op, double prescale,

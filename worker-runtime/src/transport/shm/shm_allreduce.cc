@@ -44,6 +44,19 @@ ShmBackend::ShmBackend(std::unique_ptr<Group> group) : group_(std::move(group)) 
   wide_b_.resize(kWideBlock);
 }
 
+void ShmBackend::set_chunk_bytes(int64_t bytes) {
+  if (!group_ || bytes <= 0) {
+    chunk_bytes_ = 0;
+    return;
+  }
+  chunk_bytes_ = std::clamp<int64_t>(bytes / 4096 * 4096, 4096, static_cast<int64_t>(group_->geometry().slot_bytes));
+}
+
+int64_t ShmBackend::chunk_bytes() const {
+  if (chunk_bytes_ > 0) return chunk_bytes_;
+  return group_ ? static_cast<int64_t>(group_->geometry().slot_bytes) : 0;
+}
+
 Status ShmBackend::usable() const {
   if (!group_) return Status::invalid_argument("shared-memory backend: the process set spans hosts");
   if (group_->failed()) return Status::aborted("shared-memory backend: a rank of the process set failed earlier");
@@ -128,7 +141,7 @@ Status ShmBackend::ring_allreduce(const std::byte* send, std::byte* recv, int64_
                                   ReduceOp op) {
   Group& g = *group_;
   const int64_t elem = element_size(dtype);
-  const int64_t per_round = static_cast<int64_t>(g.geometry().slot_bytes) / elem;
+  const int64_t per_round = chunk_bytes() / elem;
   const int64_t rounds = (count + per_round - 1) / per_round;
   const uint64_t base = round_;
   round_ += static_cast<uint64_t>(rounds);
@@ -204,7 +217,7 @@ Status ShmBackend::reducescatter(const void* send, void* recv, const std::vector
     return Status::ok();
   }
   // Each slot holds one sub-region per destination rank, whole cache lines each.
-  const int64_t sub = (static_cast<int64_t>(g.geometry().slot_bytes) / size_) / 64 * 64 / elem;
+  const int64_t sub = (chunk_bytes() / size_) / 64 * 64 / elem;
   const int64_t most = *std::max_element(recv_counts.begin(), recv_counts.end());
   const int64_t rounds = (most + sub - 1) / sub;
   const uint64_t base = round_;

@@ -38,6 +38,11 @@ class ShmBackend final : public Backend {
   Status barrier() override;
   size_t bits_allreduce_words() const override { return group_ ? kControlAreaBytes / 2 / sizeof(uint64_t) : 0; }
   Status allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp op) override;
+  // The part of each slot a pipelined round uses: whole pages, at least one, at most the slot
+  // (0 = the whole slot). Rounds advance the same way on every rank whatever the chunk, so the
+  // only rule is the interface's: every member switches between the same two collectives.
+  void set_chunk_bytes(int64_t bytes) override;
+  int64_t chunk_bytes() const;
 
   // One hop below this many bytes (measured: two ranks, see docs/benchmarks.md).
   static constexpr int64_t kOneHopBytes = 32 * 1024;
@@ -60,6 +65,7 @@ class ShmBackend final : public Backend {
   std::vector<const std::byte*> srcs_;  // per-call scratch, sized once
   std::vector<std::byte> block_;        // one reduction block, stays in L1
   std::vector<float> wide_a_, wide_b_;  // float32 accumulators for 16-bit floats
+  int64_t chunk_bytes_ = 0;             // set_chunk_bytes; 0 = the whole slot
 };
 
 }  // namespace korovod::shm

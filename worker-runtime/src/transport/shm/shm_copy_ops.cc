@@ -47,7 +47,7 @@ Status ShmBackend::broadcast(void* buffer, int64_t bytes, int root) {
   if (size_ == 1 || bytes == 0) return Status::ok();
   Group& g = *group_;
   auto* buf = static_cast<std::byte*>(buffer);
-  const int64_t chunk = static_cast<int64_t>(g.geometry().slot_bytes);
+  const int64_t chunk = chunk_bytes();
   const int64_t rounds = (bytes + chunk - 1) / chunk;
   const uint64_t base = round_;
   round_ += static_cast<uint64_t>(rounds);
@@ -78,7 +78,7 @@ Status ShmBackend::allgatherv(const void* send, int64_t send_bytes, void* recv,
   const std::vector<int64_t> displs = displacements(recv_bytes);
   copy_bytes(r + displs[rank_], s, send_bytes);
   if (size_ == 1) return Status::ok();
-  const int64_t chunk = static_cast<int64_t>(g.geometry().slot_bytes);
+  const int64_t chunk = chunk_bytes();
   const int64_t most = *std::max_element(recv_bytes.begin(), recv_bytes.end());
   const int64_t rounds = (most + chunk - 1) / chunk;
   return pipelined_rounds(
@@ -115,7 +115,7 @@ Status ShmBackend::alltoallv(const void* send, const std::vector<int64_t>& send_
   }
   g.post(Counter::kConsumed, header + 1);
 
-  const int64_t sub = static_cast<int64_t>(g.geometry().slot_bytes) / size_ / 64 * 64;
+  const int64_t sub = chunk_bytes() / size_ / 64 * 64;
   const int64_t rounds = (most + sub - 1) / sub;
   return pipelined_rounds(
       g, round_, rank_, size_, rounds,
