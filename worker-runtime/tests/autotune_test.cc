@@ -110,7 +110,7 @@ TEST(AutotuneOptions, ChunkGridFollowsTheSlotAndTheDataPlane) {
   EXPECT_EQ(AutotuneOptions::chunk_grid_for(8 << 10), (std::vector<int64_t>{8 << 10}));
   Config c;
   c.autotune = true;
-  EXPECT_EQ(AutotuneOptions::from_config(c).chunk_grid.size(), 3u);  // default data plane: shared memory
+  EXPECT_EQ(AutotuneOptions::from_config(c).chunk_grid.size(), 5u);  // default data plane: shared memory (16 KiB .. 256 KiB)
   c.cpu_operations = "mpi";
   EXPECT_TRUE(AutotuneOptions::from_config(c).chunk_grid.empty());   // no shared-memory rings to tune
   c.cpu_operations = "";

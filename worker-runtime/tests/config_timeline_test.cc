@@ -53,7 +53,7 @@ TEST(Config, CpuOperationsAndSharedMemoryGeometry) {
   Result<Config> d = parse_config({});
   ASSERT_TRUE(d.is_ok());
   EXPECT_EQ(d->cpu_operations, "");  // shared memory where all ranks share a host, else MPI
-  EXPECT_EQ(d->shm_slot_bytes, 64 * 1024);
+  EXPECT_EQ(d->shm_slot_bytes, 256 * 1024);
   EXPECT_EQ(d->shm_slots, 8);
   EXPECT_EQ(d->shm_streaming_bytes, 1 << 20);
   Result<Config> c = parse_config({{"HOROVOD_CPU_OPERATIONS", "MPI"},

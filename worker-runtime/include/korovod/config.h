@@ -38,7 +38,7 @@ struct Config {
   // host, else MPI), "mpi" (always MPI), "shm" (shared memory where possible, MPI elsewhere),
   // "tcp" (the TCP data plane for every CPU tensor).
   std::string cpu_operations;
-  int64_t shm_slot_bytes = 64 * 1024;  // one chunk slot of the shared-memory ring
+  int64_t shm_slot_bytes = 256 * 1024;  // one chunk slot of the shared-memory ring
   int shm_slots = 8;                   // slots per rank: the pipeline depth
   // Shared-memory allreduces whose output is at least this many bytes write it with streaming
   // stores (0 = never). See docs/runtime-config.md for the trade-off.

@@ -87,7 +87,8 @@ int main(int argc, char** argv) {
     check_large_allreduce(*d.under_test, *d.reference, c, (3 << 20) / 4 + 11, rank, "default geometry");
     // Autotune's chunk (Backend::set_chunk_bytes) within the same slots: whole pages, clamped to
     // the slot, 0 back to the slot; every collective still bitwise equal to MPI's.
-    const std::vector<std::pair<int64_t, int64_t>> chunks = {{4096, 4096}, {20000, 16384}, {int64_t{1} << 30, 65536}, {0, 65536}};
+    const int64_t slot = static_cast<int64_t>(shm::Geometry{}.slot_bytes);
+    const std::vector<std::pair<int64_t, int64_t>> chunks = {{4096, 4096}, {20000, 16384}, {int64_t{1} << 30, slot}, {0, slot}};
     for (auto [chunk, in_effect] : chunks) {
       d.under_test->set_chunk_bytes(chunk);
       const std::string what = fmt::format("chunk {}", chunk);

@@ -14,7 +14,9 @@
 namespace korovod::shm {
 
 struct Geometry {
-  size_t slot_bytes = 64 * 1024;
+  // Measured 2026-11-22 against 64 and 128 KiB (docs/benchmarks.md): 256 KiB was as fast or
+  // faster from 256 KiB messages up, in both of this VM's modes.
+  size_t slot_bytes = 256 * 1024;
   int slots = 8;
   // A wait on a live peer longer than this fails the set (0 = never): the same bound as the
   // engine's watchdog (KOROVOD_COLLECTIVE_TIMEOUT_SECONDS), enforced where the waiting happens,
