@@ -56,6 +56,13 @@ TEST(Config, CpuOperationsAndSharedMemoryGeometry) {
   EXPECT_EQ(d->shm_slot_bytes, 256 * 1024);
   EXPECT_EQ(d->shm_slots, 8);
   EXPECT_EQ(d->shm_streaming_bytes, 1 << 20);
+  EXPECT_EQ(d->shm_slot_stores, "auto");
+  EXPECT_EQ(parse_config({{"KOROVOD_SHM_SLOT_STORES", "Streaming"}})->shm_slot_stores, "streaming");
+  EXPECT_EQ(parse_config({{"KOROVOD_SHM_SLOT_STORES", "cached"}})->shm_slot_stores, "cached");
+  Result<Config> bad_stores = parse_config({{"KOROVOD_SHM_SLOT_STORES", "fast"}});
+  ASSERT_FALSE(bad_stores.is_ok());
+  EXPECT_NE(bad_stores.status().message().find("KOROVOD_SHM_SLOT_STORES"), std::string::npos)
+      << bad_stores.status().message();
   Result<Config> c = parse_config({{"HOROVOD_CPU_OPERATIONS", "MPI"},
                                    {"KOROVOD_SHM_SLOT_BYTES", "10000"},
                                    {"KOROVOD_SHM_SLOTS", "4"},

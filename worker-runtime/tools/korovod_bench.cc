@@ -86,8 +86,7 @@ int run(const bench::Options& o) {
         t.timeout_seconds = c.collective_timeout_seconds;
         provider = std::make_unique<tcp::TcpBackendProvider>(transport, t);
       } else {
-        provider = std::make_unique<shm::ShmBackendProvider>(
-            transport, shm::Geometry{static_cast<size_t>(c.shm_slot_bytes), c.shm_slots}, false);
+        provider = std::make_unique<shm::ShmBackendProvider>(transport, shm::geometry_from(c), false);
       }
       std::vector<int> everyone(runtime.size());
       for (int r = 0; r < runtime.size(); ++r) everyone[r] = r;

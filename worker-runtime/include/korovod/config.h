@@ -43,6 +43,9 @@ struct Config {
   // Shared-memory allreduces whose output is at least this many bytes write it with streaming
   // stores (0 = never). See docs/runtime-config.md for the trade-off.
   int64_t shm_streaming_bytes = int64_t{1} << 20;
+  // How a rank writes the slots its peers read in a ring allreduce: "auto" (measure both and keep
+  // the faster), "cached" or "streaming". See docs/runtime-config.md.
+  std::string shm_slot_stores = "auto";
   // The fabric settings NCCL / UCX act on, as set in the environment (NCCL_IB_HCA, ...; see
   // kNetworkEnvNames), only echoed in rank 0's startup line so a job's log shows what it ran with.
   std::vector<std::pair<std::string, std::string>> network_env;

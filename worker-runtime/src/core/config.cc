@@ -100,6 +100,16 @@ Status read_cpu_operations(const EnvMap& env, std::string& out) {
   return Status::ok();
 }
 
+Status read_slot_stores(const EnvMap& env, std::string& out) {
+  auto found = lookup(env, "SHM_SLOT_STORES");
+  if (!found) return Status::ok();
+  std::string v = found->second;
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (v != "auto" && v != "cached" && v != "streaming") return bad(found->first, found->second, "auto, cached or streaming");
+  out = v;
+  return Status::ok();
+}
+
 // The interface the TCP data plane listens on; the names Horovod's Gloo and NCCL users already set
 // are accepted. NCCL_SOCKET_IFNAME may list several ("eth0,eth1"); an exclusion ("^docker") or
 // prefix match is not an interface name, so it is ignored.
@@ -141,6 +151,7 @@ Result<Config> parse_config(const EnvMap& env) {
   KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "SHM_SLOT_BYTES", c.shm_slot_bytes, 4096));
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "SHM_SLOTS", c.shm_slots, 4));
   KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "SHM_STREAMING_BYTES", c.shm_streaming_bytes, 0));
+  KOROVOD_RETURN_IF_ERROR(read_slot_stores(env, c.shm_slot_stores));
   KOROVOD_RETURN_IF_ERROR(read_bool(env, "AUTOTUNE", c.autotune));
   if (auto log = lookup(env, "AUTOTUNE_LOG")) c.autotune_log = log->second;
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_WARMUP_SAMPLES", c.autotune_warmup_samples, 0));

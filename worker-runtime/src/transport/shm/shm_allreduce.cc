@@ -1,6 +1,7 @@
 // Reductions on the shared-memory rings: allreduce (one hop / pipelined reduce-scatter +
 // allgather) and reducescatter.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "algorithms/stream_copy.h"
@@ -37,6 +38,7 @@ ShmBackend::ShmBackend(std::unique_ptr<Group> group) : group_(std::move(group)) 
   if (group_) {
     rank_ = group_->rank();
     size_ = group_->size();
+    stores_ = StoreChooser(group_->geometry().slot_stores);
   }
   srcs_.resize(size_);
   block_.resize(kBlockBytes);
@@ -64,7 +66,8 @@ Status ShmBackend::usable() const {
 }
 
 void ShmBackend::reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std::byte* dst2,
-                                const std::vector<const std::byte*>& srcs, int64_t count, bool stream_dst) {
+                                const std::vector<const std::byte*>& srcs, int64_t count, bool stream_dst,
+                                bool stream_dst2) {
   const int64_t elem = element_size(dtype);
   if (is_half(dtype)) {
     const bool bf = dtype == DataType::kBFloat16;
@@ -78,7 +81,11 @@ void ShmBackend::reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std
         kernels::reduce_into(DataType::kFloat32, op, wide_a_.data(), wide_b_.data(), n);
       }
       narrow(wide_a_.data(), reinterpret_cast<uint16_t*>(dst) + s, n);
-      if (dst2) std::memcpy(dst2 + s * elem, dst + s * elem, static_cast<size_t>(n * elem));
+      if (dst2 && stream_dst2) {
+        stream_copy(dst2 + s * elem, dst + s * elem, n * elem);
+      } else if (dst2) {
+        std::memcpy(dst2 + s * elem, dst + s * elem, static_cast<size_t>(n * elem));
+      }
     }
     return;
   }
@@ -93,7 +100,11 @@ void ShmBackend::reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std
     } else {
       std::memcpy(dst + s * elem, block_.data(), bytes);
     }
-    if (dst2) std::memcpy(dst2 + s * elem, block_.data(), bytes);
+    if (dst2 && stream_dst2) {
+      stream_copy(dst2 + s * elem, block_.data(), static_cast<int64_t>(bytes));
+    } else if (dst2) {
+      std::memcpy(dst2 + s * elem, block_.data(), bytes);
+    }
   }
 }
 
@@ -139,6 +150,25 @@ Status ShmBackend::one_hop_allreduce(const std::byte* send, std::byte* recv, int
 
 Status ShmBackend::ring_allreduce(const std::byte* send, std::byte* recv, int64_t count, DataType dtype,
                                   ReduceOp op) {
+  const int64_t bytes = count * element_size(dtype);
+  const SlotStores mode = group_->geometry().slot_stores;
+  if (mode != SlotStores::kAuto) return ring_rounds(send, recv, count, dtype, op, mode == SlotStores::kStreaming);
+  if (bytes < kChooseStoresBytes) return ring_rounds(send, recv, count, dtype, op, false);
+  // Measured calls: rank 0 decides and publishes the decision (tagged with the call number)
+  // before its first post of the call; the others copy their first round in with plain stores,
+  // wait for that post, and write the rest the way rank 0 decided.
+  const uint64_t tag = ++store_calls_;
+  if (rank_ != 0) return ring_rounds(send, recv, count, dtype, op, false, tag);
+  const bool streaming = stores_.streaming(bytes);
+  group_->post(Counter::kStores, (tag << 1) | (streaming ? 1 : 0));
+  const auto start = std::chrono::steady_clock::now();
+  Status st = ring_rounds(send, recv, count, dtype, op, streaming);
+  stores_.report(streaming, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), bytes);
+  return st;
+}
+
+Status ShmBackend::ring_rounds(const std::byte* send, std::byte* recv, int64_t count, DataType dtype, ReduceOp op,
+                               bool stream_slots, uint64_t stores_tag) {
   Group& g = *group_;
   const int64_t elem = element_size(dtype);
   const int64_t per_round = chunk_bytes() / elem;
@@ -158,9 +188,15 @@ Status ShmBackend::ring_allreduce(const std::byte* send, std::byte* recv, int64_
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       const Part part = part_of(len, size_, p, elem);
-      std::memcpy(g.slot(rank_, k) + part.off * elem, send + (t * per_round + part.off) * elem,
-                  static_cast<size_t>(part.len * elem));
+      std::byte* to = g.slot(rank_, k) + part.off * elem;
+      const std::byte* from = send + (t * per_round + part.off) * elem;
+      if (stream_slots) {
+        stream_copy(to, from, part.len * elem);
+      } else {
+        std::memcpy(to, from, static_cast<size_t>(part.len * elem));
+      }
     }
+    if (stream_slots) stream_fence();  // the lines are in memory before the counter says so
     g.post(Counter::kPosted, k + 1);
     return Status::ok();
   };
@@ -171,7 +207,9 @@ Status ShmBackend::ring_allreduce(const std::byte* send, std::byte* recv, int64_
     const Part part = part_of(round_len(t), size_, rank_, elem);
     const int64_t at = t * per_round + part.off;
     for (int j = 0; j < size_; ++j) srcs_[j] = j == rank_ ? send + at * elem : g.slot(j, k) + part.off * elem;
-    reduce_sources(dtype, op, recv + at * elem, g.slot(rank_, k) + part.off * elem, srcs_, part.len, stream);
+    reduce_sources(dtype, op, recv + at * elem, g.slot(rank_, k) + part.off * elem, srcs_, part.len, stream,
+                   stream_slots);
+    if (stream_slots) stream_fence();
     g.post(Counter::kReduced, k + 1);
     return Status::ok();
   };
@@ -195,6 +233,11 @@ Status ShmBackend::ring_allreduce(const std::byte* send, std::byte* recv, int64_
   };
   // Software pipeline: while peers catch up on one stage this rank has another to work on.
   for (int64_t t = 0; t < rounds + 2; ++t) {
+    if (t == 1 && stores_tag != 0) {  // rank 0's decision for this call (see ring_allreduce)
+      KOROVOD_RETURN_IF_ERROR(g.wait(0, Counter::kPosted, base + 1));
+      const uint64_t word = g.peer_word(0, Counter::kStores);
+      stream_slots = (word >> 1) == stores_tag && (word & 1) != 0;  // another tag: plain stores
+    }
     if (t < rounds) KOROVOD_RETURN_IF_ERROR(copy_in(t));
     if (t >= 1 && t - 1 < rounds) KOROVOD_RETURN_IF_ERROR(reduce(t - 1));
     if (t >= 2) KOROVOD_RETURN_IF_ERROR(gather(t - 2));

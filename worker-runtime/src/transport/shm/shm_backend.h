@@ -14,6 +14,7 @@
 
 #include "korovod/transport.h"
 #include "transport/shm/shm_group.h"
+#include "transport/shm/store_chooser.h"
 
 namespace korovod::shm {
 
@@ -46,6 +47,9 @@ class ShmBackend final : public Backend {
 
   // One hop below this many bytes (measured: two ranks, see docs/benchmarks.md).
   static constexpr int64_t kOneHopBytes = 32 * 1024;
+  // Ring allreduces from this size on choose their slot stores by measurement (StoreChooser);
+  // smaller ones are too short to time reliably and write plain stores.
+  static constexpr int64_t kChooseStoresBytes = 256 * 1024;
 
  private:
   Status one_hop_allreduce(const std::byte* send, std::byte* recv, int64_t count, DataType dtype, ReduceOp op);
@@ -53,8 +57,14 @@ class ShmBackend final : public Backend {
   // dst (and dst2 when not null) = srcs[0] op srcs[1] op ... in rank order; every source is read
   // before the block is written, so dst may alias a source. float16/bfloat16 accumulate in
   // float32 and round once.
+  // stream_dst2: dst2 (a slot peers read) written with streaming stores (the caller fences).
   void reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std::byte* dst2,
-                      const std::vector<const std::byte*>& srcs, int64_t count, bool stream_dst = false);
+                      const std::vector<const std::byte*>& srcs, int64_t count, bool stream_dst = false,
+                      bool stream_dst2 = false);
+  // stores_tag != 0 (ranks other than 0, measured calls): after the first round, wait for rank 0's
+  // first post and write the slots as rank 0 published for this call (Counter::kStores).
+  Status ring_rounds(const std::byte* send, std::byte* recv, int64_t count, DataType dtype, ReduceOp op,
+                     bool stream_slots, uint64_t stores_tag = 0);
   Status usable() const;
 
   std::unique_ptr<Group> group_;
@@ -66,6 +76,8 @@ class ShmBackend final : public Backend {
   std::vector<std::byte> block_;        // one reduction block, stays in L1
   std::vector<float> wide_a_, wide_b_;  // float32 accumulators for 16-bit floats
   int64_t chunk_bytes_ = 0;             // set_chunk_bytes; 0 = the whole slot
+  StoreChooser stores_;                 // rank 0: how ring allreduces write the slots peers read
+  uint64_t store_calls_ = 0;            // measured ring allreduces so far (same on every rank)
 };
 
 }  // namespace korovod::shm

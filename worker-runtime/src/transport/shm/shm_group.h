@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "transport/shm/shm_segment.h"
+#include "transport/shm/store_chooser.h"
 
 namespace korovod::shm {
 
@@ -27,6 +28,8 @@ struct Geometry {
   // 2026-11-22 with the reader of the output included in the time (korovod-bench --read-output):
   // as fast or faster from 1 MiB up; see docs/benchmarks.md.
   size_t streaming_bytes = 1u << 20;
+  // How ring allreduces of at least StoreChooser's size write the slots peers read.
+  SlotStores slot_stores = SlotStores::kAuto;
   size_t segment_bytes() const { return kControlBytes + slot_bytes * static_cast<size_t>(slots); }
 };
 
@@ -44,6 +47,8 @@ class Group {
   }
   std::byte* control_area(int rank) const { return segments_[rank].control_area(); }
   void post(Counter c, uint64_t value) { segments_[rank_].counter(c).store(value, std::memory_order_release); }
+  // A peer's word, after a wait on that peer has ordered its earlier stores before this load.
+  uint64_t peer_word(int rank, Counter c) const { return segments_[rank].counter(c).load(std::memory_order_acquire); }
   // Until `rank`'s counter reaches `target`; an error when a peer aborted or died meanwhile.
   Status wait(int rank, Counter c, uint64_t target);
   Status wait_all(Counter c, uint64_t target);  // every other member

@@ -85,6 +85,9 @@ Geometry geometry_from(const Config& config) {
   g.slots = config.shm_slots;
   g.wait_timeout_seconds = config.collective_timeout_seconds;
   g.streaming_bytes = static_cast<size_t>(config.shm_streaming_bytes);
+  g.slot_stores = config.shm_slot_stores == "cached"      ? SlotStores::kCached
+                  : config.shm_slot_stores == "streaming" ? SlotStores::kStreaming
+                                                          : SlotStores::kAuto;
   return g;
 }
 

@@ -16,9 +16,11 @@ namespace korovod::shm {
 // Counters hold absolute round numbers ("round k done" is k + 1), so they only grow, need no
 // reset between collectives, and an algorithm that skips one in a round leaves no stale state.
 // kControl counts the negotiation's bit-vector rounds (ShmBackend::allreduce_bits), which run
-// between collectives and so have their own round numbers.
-enum class Counter : int { kPosted = 0, kReduced = 1, kConsumed = 2, kAborted = 3, kControl = 4 };
-inline constexpr int kCounters = 5;
+// between collectives and so have their own round numbers. kStores is not a counter: rank 0
+// publishes there how every rank writes its slots in the next measured ring allreduce
+// ((call + 1) << 1 | streaming; see ShmBackend::ring_allreduce).
+enum class Counter : int { kPosted = 0, kReduced = 1, kConsumed = 2, kAborted = 3, kControl = 4, kStores = 5 };
+inline constexpr int kCounters = 6;
 inline constexpr size_t kCacheLine = 64;
 inline constexpr size_t kControlBytes = 4096;  // slots start page-aligned
 // Inside the control block, after the counters: two buffers (even and odd control rounds) for

@@ -1,0 +1,72 @@
+// StoreChooser, the measured choice between plain and streaming slot stores (pure: the test plays
+// the clock by reporting made-up timings).
+#include <gtest/gtest.h>
+
+#include "transport/shm/store_chooser.h"
+
+namespace korovod::shm {
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+
+// Runs `calls` calls of `bytes` where plain stores take `cached_s` and streaming `streaming_s`;
+// returns how many used streaming stores.
+int run(StoreChooser& c, int calls, int64_t bytes, double cached_s, double streaming_s) {
+  int streamed = 0;
+  for (int i = 0; i < calls; ++i) {
+    const bool s = c.streaming(bytes);
+    streamed += s;
+    c.report(s, s ? streaming_s : cached_s, bytes);
+  }
+  return streamed;
+}
+
+TEST(StoreChooser, ForcedModesIgnoreMeasurements) {
+  StoreChooser cached(SlotStores::kCached), streaming(SlotStores::kStreaming);
+  EXPECT_EQ(run(cached, 40, kMiB, 9.0, 1.0), 0);
+  EXPECT_EQ(run(streaming, 40, kMiB, 1.0, 9.0), 40);
+}
+
+TEST(StoreChooser, MeasuresBothThenKeepsTheFasterAndRetriesTheOther) {
+  StoreChooser c(SlotStores::kAuto, 16);
+  EXPECT_FALSE(c.streaming(kMiB));  // first call: plain stores
+  c.report(false, 3e-4, kMiB);
+  EXPECT_TRUE(c.streaming(kMiB));   // second: streaming
+  c.report(true, 1e-4, kMiB);
+  // 64 more calls: streaming, except the one call in 16 that re-measures plain stores.
+  EXPECT_EQ(run(c, 64, kMiB, 3e-4, 1e-4), 64 - 4);
+  EXPECT_DOUBLE_EQ(c.cost(true, kMiB), 1e-4 / kMiB);
+}
+
+TEST(StoreChooser, FollowsTheMachineWhenTheFasterWayChanges) {
+  StoreChooser c(SlotStores::kAuto, 16);
+  run(c, 32, kMiB, 1e-4, 3e-4);               // plain stores faster
+  EXPECT_LE(run(c, 16, kMiB, 1e-4, 3e-4), 1);  // ... so at most the exploring call streams
+  // The machine changes: plain stores now 3x slower. The favoured way's own cost gives it away
+  // within a couple of calls, without waiting for an exploring call.
+  int first_streaming = -1;
+  for (int i = 0; i < 8 && first_streaming < 0; ++i) {
+    const bool s = c.streaming(kMiB);
+    if (s) first_streaming = i;
+    c.report(s, s ? 1e-4 : 9e-4, kMiB);
+  }
+  ASSERT_GE(first_streaming, 0);
+  EXPECT_LE(first_streaming, 2);
+  // And back: streaming slower again. Only an exploring call re-measures plain stores, so the
+  // switch back comes within one exploration period.
+  const int streamed = run(c, 32, kMiB, 1e-4, 5e-4);
+  EXPECT_LE(streamed, 17);
+  EXPECT_FALSE(c.streaming(kMiB) && c.cost(false, kMiB) < c.cost(true, kMiB));
+}
+
+TEST(StoreChooser, EachSizeClassDecidesOnItsOwn) {
+  StoreChooser c(SlotStores::kAuto, 16);
+  run(c, 20, kMiB, 1e-4, 5e-4);            // 1 MiB: plain stores faster
+  run(c, 20, 64 * kMiB, 9e-2, 1e-2);       // 64 MiB: streaming faster
+  EXPECT_FALSE(c.streaming(kMiB + 12345));  // same class as 1 MiB
+  EXPECT_TRUE(c.streaming(100 * kMiB));     // same class as 64 MiB
+  EXPECT_EQ(c.cost(true, 4 * kMiB), 0.0);   // a class never used has no cost yet
+}
+
+}  // namespace
+}  // namespace korovod::shm
