@@ -154,21 +154,25 @@ Status ShmBackend::ring_allreduce(const std::byte* send, std::byte* recv, int64_
   const SlotStores mode = group_->geometry().slot_stores;
   if (mode != SlotStores::kAuto) return ring_rounds(send, recv, count, dtype, op, mode == SlotStores::kStreaming);
   if (bytes < kChooseStoresBytes) return ring_rounds(send, recv, count, dtype, op, false);
-  // Measured calls: rank 0 decides and publishes the decision (tagged with the call number)
-  // before its first post of the call; the others copy their first round in with plain stores,
-  // wait for that post, and write the rest the way rank 0 decided.
-  const uint64_t tag = ++store_calls_;
-  if (rank_ != 0) return ring_rounds(send, recv, count, dtype, op, false, tag);
+  // Measured calls: the way follows StoreChooser's schedule on every rank; which way is favoured
+  // comes from rank 0's measurements, published as one bit per size class in its kStores word.
+  const int size_class = StoreChooser::size_class(bytes);
+  if (rank_ != 0) {
+    const bool favoured = (group_->peer_word(0, Counter::kStores) >> size_class) & 1;
+    return ring_rounds(send, recv, count, dtype, op, stores_.streaming(bytes, favoured));
+  }
   const bool streaming = stores_.streaming(bytes);
-  group_->post(Counter::kStores, (tag << 1) | (streaming ? 1 : 0));
   const auto start = std::chrono::steady_clock::now();
   Status st = ring_rounds(send, recv, count, dtype, op, streaming);
   stores_.report(streaming, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), bytes);
+  const uint64_t bit = uint64_t{1} << size_class;
+  favoured_mask_ = stores_.favoured(bytes) ? favoured_mask_ | bit : favoured_mask_ & ~bit;
+  group_->post(Counter::kStores, favoured_mask_);
   return st;
 }
 
 Status ShmBackend::ring_rounds(const std::byte* send, std::byte* recv, int64_t count, DataType dtype, ReduceOp op,
-                               bool stream_slots, uint64_t stores_tag) {
+                               bool stream_slots) {
   Group& g = *group_;
   const int64_t elem = element_size(dtype);
   const int64_t per_round = chunk_bytes() / elem;
@@ -233,11 +237,6 @@ Status ShmBackend::ring_rounds(const std::byte* send, std::byte* recv, int64_t c
   };
   // Software pipeline: while peers catch up on one stage this rank has another to work on.
   for (int64_t t = 0; t < rounds + 2; ++t) {
-    if (t == 1 && stores_tag != 0) {  // rank 0's decision for this call (see ring_allreduce)
-      KOROVOD_RETURN_IF_ERROR(g.wait(0, Counter::kPosted, base + 1));
-      const uint64_t word = g.peer_word(0, Counter::kStores);
-      stream_slots = (word >> 1) == stores_tag && (word & 1) != 0;  // another tag: plain stores
-    }
     if (t < rounds) KOROVOD_RETURN_IF_ERROR(copy_in(t));
     if (t >= 1 && t - 1 < rounds) KOROVOD_RETURN_IF_ERROR(reduce(t - 1));
     if (t >= 2) KOROVOD_RETURN_IF_ERROR(gather(t - 2));

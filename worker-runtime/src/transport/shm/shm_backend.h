@@ -61,10 +61,8 @@ class ShmBackend final : public Backend {
   void reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std::byte* dst2,
                       const std::vector<const std::byte*>& srcs, int64_t count, bool stream_dst = false,
                       bool stream_dst2 = false);
-  // stores_tag != 0 (ranks other than 0, measured calls): after the first round, wait for rank 0's
-  // first post and write the slots as rank 0 published for this call (Counter::kStores).
   Status ring_rounds(const std::byte* send, std::byte* recv, int64_t count, DataType dtype, ReduceOp op,
-                     bool stream_slots, uint64_t stores_tag = 0);
+                     bool stream_slots);
   Status usable() const;
 
   std::unique_ptr<Group> group_;
@@ -76,8 +74,8 @@ class ShmBackend final : public Backend {
   std::vector<std::byte> block_;        // one reduction block, stays in L1
   std::vector<float> wide_a_, wide_b_;  // float32 accumulators for 16-bit floats
   int64_t chunk_bytes_ = 0;             // set_chunk_bytes; 0 = the whole slot
-  StoreChooser stores_;                 // rank 0: how ring allreduces write the slots peers read
-  uint64_t store_calls_ = 0;            // measured ring allreduces so far (same on every rank)
+  StoreChooser stores_;                 // how ring allreduces write the slots peers read
+  uint64_t favoured_mask_ = 0;          // rank 0: size classes it favours streaming for (kStores)
 };
 
 }  // namespace korovod::shm

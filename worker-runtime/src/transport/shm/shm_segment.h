@@ -17,8 +17,7 @@ namespace korovod::shm {
 // reset between collectives, and an algorithm that skips one in a round leaves no stale state.
 // kControl counts the negotiation's bit-vector rounds (ShmBackend::allreduce_bits), which run
 // between collectives and so have their own round numbers. kStores is not a counter: rank 0
-// publishes there how every rank writes its slots in the next measured ring allreduce
-// ((call + 1) << 1 | streaming; see ShmBackend::ring_allreduce).
+// publishes there, one bit per size class, where it favours streaming slot stores (StoreChooser).
 enum class Counter : int { kPosted = 0, kReduced = 1, kConsumed = 2, kAborted = 3, kControl = 4, kStores = 5 };
 inline constexpr int kCounters = 6;
 inline constexpr size_t kCacheLine = 64;

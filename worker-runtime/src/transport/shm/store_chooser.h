@@ -5,12 +5,17 @@
 // cache, the peer's reads hit it and plain stores win by ~30 %; when they do not, every line
 // crosses between caches and streaming stores win by 2-2.5x (the peer then reads from memory).
 // So the chooser measures both, per message size (powers of two), keeps the faster and re-tries
-// the other every few calls of that size.
+// the other every few calls of that size. A way's cost is the least of its last few calls: timing
+// noise on a shared machine only ever adds time, and a way that really got slower shows it once
+// its few fast calls have aged out.
 //
-// Pure: the caller times its calls and reports them; nothing here reads a clock. One rank of the
-// set (rank 0) keeps the chooser and publishes each decision to the others, so that all ranks
-// write the same way in a call: each rank's choice changes how fast the others read, so a call in
-// which the ranks wrote differently would say nothing about either way.
+// Pure: the caller times its calls and reports them; nothing here reads a clock. Every rank of
+// the set counts the calls of each size class the same way (all run the same collectives), but
+// only rank 0 measures: it publishes which way it favours per size class, and the others take
+// that instead of their own. So all ranks write the same way in a call (each rank's choice changes
+// how fast the others read, so a call in which they wrote differently would say nothing about
+// either way), without an extra wait: a follower reads what rank 0 last published, which lags by
+// at most the call in which rank 0 changed its mind.
 #pragma once
 
 #include <array>
@@ -28,19 +33,30 @@ class StoreChooser {
   explicit StoreChooser(SlotStores mode = SlotStores::kAuto, int explore_every = 16)
       : mode_(mode), explore_every_(explore_every) {}
 
-  // Streaming stores for the next call, of `bytes`?
-  bool streaming(int64_t bytes);
-  // That call took `seconds`.
+  // Streaming stores for the next call, of `bytes`? Rank 0: from its own measurements.
+  bool streaming(int64_t bytes) { return streaming(bytes, favoured(bytes)); }
+  // The same for a follower, with the way rank 0 favours for this size (published_favoured).
+  // Per size class: the first call plain, the second streaming, then the favoured way except
+  // every explore_every-th call.
+  bool streaming(int64_t bytes, bool published_favoured);
+  // That call took `seconds` (rank 0).
   void report(bool streaming, double seconds, int64_t bytes);
-  // Seconds per byte as last measured for calls of `bytes`' size class (0: not yet).
+  // Does rank 0 currently favour streaming stores for `bytes`' size class?
+  bool favoured(int64_t bytes) const;
+  // Seconds per byte of `bytes`' size class: the least of the last kWindow calls (0: not yet).
   double cost(bool streaming, int64_t bytes) const;
+  static constexpr int kWindow = 4;
+  // Size class of `bytes`: floor(log2(bytes)); < 64, so a class is one bit of a 64-bit word.
+  static int size_class(int64_t bytes);
 
  private:
   struct SizeClass {
     int64_t calls = 0;
-    std::array<double, 2> cost{};  // seconds per byte, smoothed; [1] = streaming
+    // Seconds per byte of the last kWindow calls of each way ([1] = streaming), 0 = empty.
+    std::array<std::array<double, kWindow>, 2> recent{};
+    std::array<int, 2> next{};  // where the next measurement of each way goes
   };
-  static int size_class(int64_t bytes);  // floor(log2(bytes))
+  static double least(const std::array<double, kWindow>& recent);
 
   SlotStores mode_;
   int explore_every_;
