@@ -6,7 +6,9 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <initializer_list>
 #include <optional>
+#include <string_view>
 
 extern char** environ;  // POSIX; read only by process_environment()
 
@@ -87,25 +89,14 @@ Status read_core_list(const EnvMap& env, std::vector<int>& out) {
   return Status::ok();
 }
 
-// Horovod's HOROVOD_CPU_OPERATIONS names the CPU data plane (mpi, gloo, ccl); korovod has mpi,
-// its own shared-memory and TCP paths, and refuses the others rather than silently running
-// something else.
-Status read_cpu_operations(const EnvMap& env, std::string& out) {
-  auto found = lookup(env, "CPU_OPERATIONS");
+// One of a few words, case-insensitive; anything else is an error naming the variable.
+Status read_choice(const EnvMap& env, const std::string& suffix, std::initializer_list<std::string_view> allowed,
+                   const char* expected, std::string& out) {
+  auto found = lookup(env, suffix);
   if (!found) return Status::ok();
   std::string v = found->second;
   std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (v != "mpi" && v != "shm" && v != "tcp") return bad(found->first, found->second, "mpi, shm or tcp");
-  out = v;
-  return Status::ok();
-}
-
-Status read_slot_stores(const EnvMap& env, std::string& out) {
-  auto found = lookup(env, "SHM_SLOT_STORES");
-  if (!found) return Status::ok();
-  std::string v = found->second;
-  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (v != "auto" && v != "cached" && v != "streaming") return bad(found->first, found->second, "auto, cached or streaming");
+  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) return bad(found->first, found->second, expected);
   out = v;
   return Status::ok();
 }
@@ -147,11 +138,15 @@ Result<Config> parse_config(const EnvMap& env) {
   KOROVOD_RETURN_IF_ERROR(read_core_list(env, c.thread_affinity));
   KOROVOD_RETURN_IF_ERROR(read_bool(env, "DYNAMIC_PROCESS_SETS", c.dynamic_process_sets));
   KOROVOD_RETURN_IF_ERROR(read_bool(env, "MPI_THREADS_DISABLE", c.mpi_threads_disable));
-  KOROVOD_RETURN_IF_ERROR(read_cpu_operations(env, c.cpu_operations));
+  // Horovod's HOROVOD_CPU_OPERATIONS names the CPU data plane (mpi, gloo, ccl); korovod has mpi,
+  // its own shared-memory and TCP paths, and refuses the others rather than silently running
+  // something else.
+  KOROVOD_RETURN_IF_ERROR(read_choice(env, "CPU_OPERATIONS", {"mpi", "shm", "tcp"}, "mpi, shm or tcp", c.cpu_operations));
   KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "SHM_SLOT_BYTES", c.shm_slot_bytes, 4096));
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "SHM_SLOTS", c.shm_slots, 4));
   KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "SHM_STREAMING_BYTES", c.shm_streaming_bytes, 0));
-  KOROVOD_RETURN_IF_ERROR(read_slot_stores(env, c.shm_slot_stores));
+  KOROVOD_RETURN_IF_ERROR(
+      read_choice(env, "SHM_SLOT_STORES", {"auto", "cached", "streaming"}, "auto, cached or streaming", c.shm_slot_stores));
   KOROVOD_RETURN_IF_ERROR(read_bool(env, "AUTOTUNE", c.autotune));
   if (auto log = lookup(env, "AUTOTUNE_LOG")) c.autotune_log = log->second;
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "AUTOTUNE_WARMUP_SAMPLES", c.autotune_warmup_samples, 0));
