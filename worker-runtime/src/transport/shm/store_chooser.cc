@@ -10,7 +10,10 @@ int StoreChooser::size_class(int64_t bytes) {
 bool StoreChooser::streaming(int64_t bytes, bool published_favoured) {
   if (mode_ != SlotStores::kAuto) return mode_ == SlotStores::kStreaming;
   const int64_t call = classes_[size_class(bytes)].calls++;
-  if (call < 2) return call == 1;  // measure each way once first
+  // Each way twice first, alternating: the first call of a size also pays for first touches
+  // (pages of a new buffer, cold caches), and a way's cost is its least call, so its second
+  // call is what counts.
+  if (call < kFirstCalls) return call % 2 == 1;
   return call % explore_every_ == explore_every_ - 1 ? !published_favoured : published_favoured;
 }
 

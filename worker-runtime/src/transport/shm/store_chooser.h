@@ -36,8 +36,8 @@ class StoreChooser {
   // Streaming stores for the next call, of `bytes`? Rank 0: from its own measurements.
   bool streaming(int64_t bytes) { return streaming(bytes, favoured(bytes)); }
   // The same for a follower, with the way rank 0 favours for this size (published_favoured).
-  // Per size class: the first call plain, the second streaming, then the favoured way except
-  // every explore_every-th call.
+  // Per size class: the first kFirstCalls alternate plain, streaming, plain, streaming; then the
+  // favoured way except every explore_every-th call.
   bool streaming(int64_t bytes, bool published_favoured);
   // That call took `seconds` (rank 0).
   void report(bool streaming, double seconds, int64_t bytes);
@@ -46,6 +46,7 @@ class StoreChooser {
   // Seconds per byte of `bytes`' size class: the least of the last kWindow calls (0: not yet).
   double cost(bool streaming, int64_t bytes) const;
   static constexpr int kWindow = 4;
+  static constexpr int kFirstCalls = 8;
   // Size class of `bytes`: floor(log2(bytes)); < 64, so a class is one bit of a 64-bit word.
   static int size_class(int64_t bytes);
 
