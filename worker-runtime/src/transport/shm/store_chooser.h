@@ -46,7 +46,7 @@ class StoreChooser {
   // Seconds per byte of `bytes`' size class: the least of the last kWindow calls (0: not yet).
   double cost(bool streaming, int64_t bytes) const;
   static constexpr int kWindow = 4;
-  static constexpr int kFirstCalls = 8;
+  static constexpr int kFirstCalls = 6;
   // Size class of `bytes`: floor(log2(bytes)); < 64, so a class is one bit of a 64-bit word.
   static int size_class(int64_t bytes);
 
