@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/fusion.h"
@@ -54,13 +55,16 @@ std::string backend_activity(const Backend& backend, RequestType type);  // "MPI
 // Timeline activity spanning every tensor of the response.
 class ScopedActivity {
  public:
-  ScopedActivity(OpContext& ctx, const std::string& activity);
+  // Nothing is built or locked unless the timeline is recording.
+  ScopedActivity(OpContext& ctx, std::string_view activity);
+  ScopedActivity(OpContext& ctx, RequestType backend_op);  // backend_activity(ctx.backend, op)
   ~ScopedActivity();
   ScopedActivity(const ScopedActivity&) = delete;
   ScopedActivity& operator=(const ScopedActivity&) = delete;
 
  private:
   OpContext& ctx_;
+  bool recorded_ = false;
 };
 
 }  // namespace korovod

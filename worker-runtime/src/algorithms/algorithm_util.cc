@@ -39,11 +39,22 @@ std::string backend_activity(const Backend& backend, RequestType type) {
                      type == RequestType::kBroadcast ? std::string_view("BCAST") : request_type_name(type));
 }
 
-ScopedActivity::ScopedActivity(OpContext& ctx, const std::string& activity) : ctx_(ctx) {
-  for (const auto& e : ctx_.entries) ctx_.timeline.activity_start(e.name, activity);
+ScopedActivity::ScopedActivity(OpContext& ctx, std::string_view activity) : ctx_(ctx) {
+  if (!ctx_.timeline.active()) return;
+  recorded_ = true;
+  const std::string name(activity);
+  for (const auto& e : ctx_.entries) ctx_.timeline.activity_start(e.name, name);
+}
+
+ScopedActivity::ScopedActivity(OpContext& ctx, RequestType backend_op) : ctx_(ctx) {
+  if (!ctx_.timeline.active()) return;
+  recorded_ = true;
+  const std::string name = backend_activity(ctx_.backend, backend_op);
+  for (const auto& e : ctx_.entries) ctx_.timeline.activity_start(e.name, name);
 }
 
 ScopedActivity::~ScopedActivity() {
+  if (!recorded_) return;
   for (const auto& e : ctx_.entries) ctx_.timeline.activity_end(e.name);
 }
 

@@ -23,7 +23,7 @@ Status run_allgather(OpContext& ctx) {
     Result<void*> out = allocate_output(ctx, e, out_shape);
     if (!out.is_ok()) return out.status();
     const void* send = e.joined_dummy ? *out : e.input.data;
-    ScopedActivity act(ctx, backend_activity(ctx.backend, RequestType::kAllgather));
+    ScopedActivity act(ctx, RequestType::kAllgather);
     KOROVOD_RETURN_IF_ERROR(ctx.backend.allgatherv(send, recv_bytes[ctx.backend.rank()], *out, recv_bytes));
   }
   return Status::ok();

@@ -25,7 +25,7 @@ Status allreduce_single(OpContext& ctx, OpEntry& e, int64_t count) {
     send = e.output.data;
   }
   {
-    ScopedActivity act(ctx, backend_activity(ctx.backend, RequestType::kAllreduce));
+    ScopedActivity act(ctx, RequestType::kAllreduce);
     KOROVOD_RETURN_IF_ERROR(ctx.backend.allreduce(send, e.output.data, count, r.dtype, wire_op(r.op)));
   }
   kernels::scale(r.dtype, e.output.data, count, effective_postscale(r, ctx.backend.size()));
@@ -48,7 +48,7 @@ Status allreduce_fused(OpContext& ctx) {
     }
   }
   {
-    ScopedActivity act(ctx, backend_activity(ctx.backend, RequestType::kAllreduce));
+    ScopedActivity act(ctx, RequestType::kAllreduce);
     KOROVOD_RETURN_IF_ERROR(ctx.backend.allreduce(buffer, buffer, total, r.dtype, wire_op(r.op)));
   }
   ScopedActivity act(ctx, "MEMCPY_OUT_FUSION_BUFFER");
@@ -64,7 +64,7 @@ Status allreduce_fused(OpContext& ctx) {
 // One backend call per tensor; the backend folds the scales into its reduction.
 Status allreduce_on_device(OpContext& ctx) {
   const Response& r = ctx.response;
-  ScopedActivity act(ctx, backend_activity(ctx.backend, RequestType::kAllreduce));
+  ScopedActivity act(ctx, RequestType::kAllreduce);
   for (size_t i = 0; i < ctx.entries.size(); ++i) {
     OpEntry& e = ctx.entries[i];
     KOROVOD_RETURN_IF_ERROR(ctx.backend.allreduce_scaled(e.input.data, e.output.data, r.sizes[i], r.dtype, r.op,

@@ -14,7 +14,7 @@ Status run_alltoall(OpContext& ctx) {
     std::vector<int32_t> received(size);
     std::vector<int64_t> four(size, sizeof(int32_t));
     {
-      ScopedActivity act(ctx, backend_activity(ctx.backend, RequestType::kAlltoall));
+      ScopedActivity act(ctx, RequestType::kAlltoall);
       KOROVOD_RETURN_IF_ERROR(ctx.backend.alltoallv(splits.data(), four, received.data(), four));
     }
     const int64_t row_bytes = row_elements(e.input.shape) * element_size(r.dtype);
@@ -30,7 +30,7 @@ Status run_alltoall(OpContext& ctx) {
     Result<void*> out = allocate_output(ctx, e, out_shape);
     if (!out.is_ok()) return out.status();
     e.result.received_splits = received;
-    ScopedActivity act(ctx, backend_activity(ctx.backend, RequestType::kAlltoall));
+    ScopedActivity act(ctx, RequestType::kAlltoall);
     KOROVOD_RETURN_IF_ERROR(ctx.backend.alltoallv(e.input.data, send_bytes, *out, recv_bytes));
   }
   return Status::ok();

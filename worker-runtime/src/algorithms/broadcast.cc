@@ -18,7 +18,7 @@ Status run_broadcast(OpContext& ctx) {
     }
     e.result.data = e.output.data;
     e.result.shape = r.shapes[t];
-    ScopedActivity act(ctx, backend_activity(ctx.backend, RequestType::kBroadcast));
+    ScopedActivity act(ctx, RequestType::kBroadcast);
     KOROVOD_RETURN_IF_ERROR(ctx.backend.broadcast(e.output.data, bytes, r.root_rank));
   }
   return Status::ok();

@@ -27,7 +27,7 @@ Status run_reducescatter(OpContext& ctx) {
       out_shape[0] = rows[ctx.backend.rank()];
       Result<void*> out = allocate_output(ctx, e, out_shape);
       if (!out.is_ok()) return out.status();
-      ScopedActivity act(ctx, backend_activity(ctx.backend, RequestType::kReducescatter));
+      ScopedActivity act(ctx, RequestType::kReducescatter);
       KOROVOD_RETURN_IF_ERROR(
           ctx.backend.reducescatter_scaled(e.input.data, *out, counts, r.dtype, r.op, r.prescale, r.postscale));
       continue;
@@ -44,7 +44,7 @@ Status run_reducescatter(OpContext& ctx) {
     if (!out.is_ok()) return out.status();
     const ReduceOp op = r.op == ReduceOp::kAverage ? ReduceOp::kSum : r.op;
     {
-      ScopedActivity act(ctx, backend_activity(ctx.backend, RequestType::kReducescatter));
+      ScopedActivity act(ctx, RequestType::kReducescatter);
       KOROVOD_RETURN_IF_ERROR(ctx.backend.reducescatter(send, *out, counts, r.dtype, op));
     }
     const double post = r.op == ReduceOp::kAverage ? r.postscale / size : r.postscale;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 namespace korovod {
@@ -33,8 +34,8 @@ std::vector<OpEntry> Executor::take_entries(ProcessSet& set, const Response& res
     OpEntry op;
     op.name = name;
     if (entry) {
-      op.input = entry->input;
-      op.output = entry->output;
+      op.input = std::move(entry->input);
+      op.output = std::move(entry->output);
       op.splits = std::move(entry->splits);
       op.allocator = std::move(entry->allocator);
       op.ready_event = std::move(entry->ready_event);
@@ -62,16 +63,21 @@ Status Executor::run_collective(ProcessSet& set, const Response& response, std::
                               response.names[0])));
     return Status::ok();
   }
-  for (const auto& e : entries) timeline_.op_start(e.name, response.type);
+  const bool traced = timeline_.active();
+  if (traced) {
+    for (const auto& e : entries) timeline_.op_start(e.name, response.type);
+  }
   if (Status ready = wait_until_ready(entries); !ready.is_ok()) {
     complete_all(entries, ready);
     return ready;  // this rank cannot take part: the others would wait for it, so stop the engine
   }
   OpContext ctx{*backend, fusion_, timeline_, handles_, response, entries};
   Status status = dispatch(ctx);
-  for (size_t i = 0; i < entries.size(); ++i) {
-    timeline_.op_end(entries[i].name, response.dtype,
-                     i < response.shapes.size() ? response.shapes[i] : std::vector<int64_t>{});
+  if (traced) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      timeline_.op_end(entries[i].name, response.dtype,
+                       i < response.shapes.size() ? response.shapes[i] : std::vector<int64_t>{});
+    }
   }
   complete_all(entries, status);
   // Transport failures leave the ranks out of step: stop the engine. Anything else (a user
@@ -82,9 +88,7 @@ Status Executor::run_collective(ProcessSet& set, const Response& response, std::
 
 Status Executor::wait_until_ready(const std::vector<OpEntry>& entries) const {
   using Steady = std::chrono::steady_clock;
-  const auto deadline = ready_timeout_s_ > 0 ? Steady::now() + std::chrono::duration_cast<Steady::duration>(
-                                                                    std::chrono::duration<double>(ready_timeout_s_))
-                                             : Steady::time_point::max();
+  std::optional<Steady::time_point> deadline;  // from the first event that is not ready yet
   for (const OpEntry& e : entries) {
     if (!e.ready_event) continue;
     for (int polls = 0;; ++polls) {
@@ -93,7 +97,12 @@ Status Executor::wait_until_ready(const std::vector<OpEntry>& entries) const {
         return Status::aborted(fmt::format("tensor '{}': its ready event failed: {}", e.name, ready.status().message()));
       }
       if (*ready) break;
-      if (Steady::now() >= deadline) {
+      if (!deadline) {
+        deadline = ready_timeout_s_ > 0 ? Steady::now() + std::chrono::duration_cast<Steady::duration>(
+                                                              std::chrono::duration<double>(ready_timeout_s_))
+                                        : Steady::time_point::max();
+      }
+      if (Steady::now() >= *deadline) {
         return Status::aborted(fmt::format("tensor '{}': its ready event did not fire within {} s "
                                            "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS)", e.name, ready_timeout_s_));
       }

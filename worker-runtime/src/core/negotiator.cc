@@ -30,12 +30,17 @@ Negotiator::Negotiator(ControlChannel& channel, NegotiatorOptions options, const
   }
 }
 
+void Negotiator::to_coordinator(Request req) {
+  // Its response will be cached with this rank's own signature (cache_new_responses).
+  if (req.type != RequestType::kJoin) local_requests_[req.name] = req;
+  uncached_.push_back(std::move(req));
+}
+
 void Negotiator::classify(std::vector<Request>& requests) {
   for (Request& req : requests) {
     if (req.type == RequestType::kJoin) joined_ = true;
-    if (req.type != RequestType::kJoin) local_requests_[req.name] = req;
     if (!cache_.enabled() || !ResponseCache::cacheable(req.type)) {
-      uncached_.push_back(std::move(req));
+      to_coordinator(std::move(req));
       continue;
     }
     ResponseCache::Lookup found = cache_.lookup(req);
@@ -43,7 +48,7 @@ void Negotiator::classify(std::vector<Request>& requests) {
       pending_hits_[found.bit] = PendingHit{std::move(req), clock_.now()};
     } else {
       if (found.state == ResponseCache::State::kInvalid) invalid_bits_.insert(found.bit);
-      uncached_.push_back(std::move(req));
+      to_coordinator(std::move(req));
     }
   }
   // A cached tensor other ranks have not submitted for long goes back through the coordinator,
@@ -79,7 +84,7 @@ Status Negotiator::erase_invalid_everywhere(std::vector<uint64_t>& common) {
     common[1 + bit / 64] &= ~(uint64_t{1} << (bit % 64));
     auto hit = pending_hits_.find(bit);
     if (hit != pending_hits_.end()) {
-      uncached_.push_back(std::move(hit->second.request));
+      to_coordinator(std::move(hit->second.request));
       pending_hits_.erase(hit);
     }
   }
@@ -154,7 +159,7 @@ Result<CycleOutput> Negotiator::run_cycle(CycleInput input) {
   }
   if (any_invalid) KOROVOD_RETURN_IF_ERROR(erase_invalid_everywhere(bits));
   if (any_joined) {  // joined ranks never submit, so cached tensors go through the coordinator
-    for (auto& [bit, hit] : pending_hits_) uncached_.push_back(std::move(hit.request));
+    for (auto& [bit, hit] : pending_hits_) to_coordinator(std::move(hit.request));
     pending_hits_.clear();
   } else {
     out.responses = take_common_hits(bits);
@@ -167,8 +172,10 @@ Result<CycleOutput> Negotiator::run_cycle(CycleInput input) {
     out.shutdown |= list->shutdown;
     for (auto& r : list->responses) out.responses.push_back(std::move(r));
   }
-  for (const Response& r : out.responses) {
-    for (const auto& name : r.names) local_requests_.erase(name);
+  if (!local_requests_.empty()) {  // only what went to the coordinator is recorded
+    for (const Response& r : out.responses) {
+      for (const auto& name : r.names) local_requests_.erase(name);
+    }
   }
   return out;
 }

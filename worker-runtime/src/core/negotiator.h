@@ -52,6 +52,7 @@ class Negotiator {
     Clock::TimePoint first_seen;
   };
   void classify(std::vector<Request>& requests);
+  void to_coordinator(Request req);  // into uncached_, remembering the signature
   std::vector<uint64_t> status_and_hit_bits(const CycleInput& input) const;
   Status erase_invalid_everywhere(std::vector<uint64_t>& common);
   std::vector<Response> take_common_hits(const std::vector<uint64_t>& common);
@@ -67,7 +68,7 @@ class Negotiator {
   std::map<int, PendingHit> pending_hits_;            // cache bit -> waiting request
   std::vector<Request> uncached_;
   std::set<int> invalid_bits_;
-  std::unordered_map<std::string, Request> local_requests_;  // until responded
+  std::unordered_map<std::string, Request> local_requests_;  // sent to the coordinator, until responded
   bool joined_ = false;
 };
 

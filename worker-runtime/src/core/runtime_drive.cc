@@ -45,9 +45,8 @@ Result<bool> RuntimeImpl::poll(Handle handle) {
 
 Status RuntimeImpl::wait(Handle handle, std::optional<double> timeout_seconds) {
   using Steady = std::chrono::steady_clock;
-  const auto start = Steady::now();
   const auto deadline =
-      timeout_seconds ? start + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(*timeout_seconds))
+      timeout_seconds ? Steady::now() + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(*timeout_seconds))
                       : Steady::time_point::max();
   if (config_.inline_cycles && cycle_owner_.load() != std::this_thread::get_id()) drive_cycles(handle, deadline);
   if (!timeout_seconds) return handles_.wait(handle, std::nullopt);
@@ -73,7 +72,8 @@ void RuntimeImpl::drive_cycles(Handle handle, std::chrono::steady_clock::time_po
   bool pending = true;
   {
     std::lock_guard cycle(cycle_mu_);  // the background thread may be finishing a cycle
-    for (int n = 0; n < kEagerCycles && std::chrono::steady_clock::now() < deadline; ++n) {
+    const bool timed = deadline != std::chrono::steady_clock::time_point::max();
+    for (int n = 0; n < kEagerCycles && (!timed || std::chrono::steady_clock::now() < deadline); ++n) {
       Result<bool> done = handles_.poll(handle);
       pending = done.is_ok() && !*done;
       if (!pending || loop_done()) break;

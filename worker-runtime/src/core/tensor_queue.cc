@@ -8,10 +8,10 @@ namespace korovod {
 
 Status TensorQueue::add(std::vector<TensorEntry> entries) {
   std::lock_guard lock(mu_);
-  std::unordered_set<std::string> batch;
+  std::unordered_set<std::string> batch;  // names within a group; a lone tensor needs none
   for (const auto& e : entries) {
     const std::string& name = e.request.name;
-    if (table_.count(name) || !batch.insert(name).second) {
+    if (table_.count(name) || (entries.size() > 1 && !batch.insert(name).second)) {
       return Status::invalid_argument(fmt::format(
           "Requested to {} a tensor with the same name '{}' as another tensor that is currently "
           "being processed (DUPLICATE_NAME_ERROR).", request_type_name(e.request.type), name));

@@ -37,6 +37,7 @@ Status Timeline::start(const std::string& path, bool mark_cycles) {
   close_file();
   file_ = std::fopen(path.c_str(), "w");
   if (!file_) return Status::invalid_argument(fmt::format("cannot open timeline file '{}'", path));
+  on_.store(true, std::memory_order_release);
   mark_cycles_ = mark_cycles;
   start_time_ = clock_.now();
   pid_of_.clear();
@@ -59,12 +60,10 @@ void Timeline::close_file() {
   write_pending();
   std::fclose(file_);
   file_ = nullptr;
+  on_.store(false, std::memory_order_release);
 }
 
-bool Timeline::active() const {
-  std::lock_guard lock(mu_);
-  return file_ != nullptr;
-}
+bool Timeline::active() const { return on_.load(std::memory_order_acquire); }
 
 int64_t Timeline::ts() const {
   return std::chrono::duration_cast<std::chrono::microseconds>(clock_.now() - start_time_).count();
@@ -91,36 +90,43 @@ void Timeline::record(const std::string& name, char phase, const std::string& op
 }
 
 void Timeline::negotiate_start(const std::string& name, RequestType type) {
+  if (!active()) return;
   std::lock_guard lock(mu_);
   if (file_) record(name, 'B', "NEGOTIATE_" + std::string(request_type_name(type)));
 }
 
 void Timeline::negotiate_rank_ready(const std::string& name, int rank) {
+  if (!active()) return;
   std::lock_guard lock(mu_);
   if (file_) record(name, 'X', std::to_string(rank));
 }
 
 void Timeline::negotiate_end(const std::string& name) {
+  if (!active()) return;
   std::lock_guard lock(mu_);
   if (file_) record(name, 'E', "");
 }
 
 void Timeline::op_start(const std::string& name, ResponseType type) {
+  if (!active()) return;
   std::lock_guard lock(mu_);
   if (file_) record(name, 'B', std::string(response_type_name(type)));
 }
 
 void Timeline::activity_start(const std::string& name, const std::string& activity) {
+  if (!active()) return;
   std::lock_guard lock(mu_);
   if (file_) record(name, 'B', activity);
 }
 
 void Timeline::activity_end(const std::string& name) {
+  if (!active()) return;
   std::lock_guard lock(mu_);
   if (file_) record(name, 'E', "");
 }
 
 void Timeline::op_end(const std::string& name, DataType dtype, const std::vector<int64_t>& shape) {
+  if (!active()) return;
   std::lock_guard lock(mu_);
   if (!file_) return;
   std::string dims;
@@ -130,12 +136,14 @@ void Timeline::op_end(const std::string& name, DataType dtype, const std::vector
 }
 
 void Timeline::mark_cycle() {
+  if (!active()) return;
   std::lock_guard lock(mu_);
   if (!file_ || !mark_cycles_) return;
   pending_.push_back(fmt::format("{{\"name\": \"CYCLE_START\", \"ph\": \"i\", \"ts\": {}, \"s\": \"g\"}}", ts()));
 }
 
 void Timeline::flush() {
+  if (!active()) return;
   std::lock_guard lock(mu_);
   write_pending();
 }

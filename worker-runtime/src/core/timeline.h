@@ -3,6 +3,7 @@
 // every flush (it always ends in "]"; the next flush seeks back over it). Rank 0 only.
 #pragma once
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -45,6 +46,9 @@ class Timeline {
   void close_file() KOROVOD_REQUIRES(mu_);
 
   const Clock& clock_;
+  // file_ != nullptr, readable without the lock: every record call of an engine without a
+  // timeline (the usual case) returns before taking mu_. Set and cleared under mu_.
+  std::atomic<bool> on_{false};
   mutable std::mutex mu_;  // guards everything below (user thread starts/stops, engine writes)
   std::FILE* file_ KOROVOD_GUARDED_BY(mu_) = nullptr;
   bool mark_cycles_ KOROVOD_GUARDED_BY(mu_) = false;
