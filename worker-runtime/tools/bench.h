@@ -46,6 +46,10 @@ struct Row {
   double gloo_us = 0;        // 0: not measured
   double gloo_busbw_gbs = 0;
   double memcpy_gbs = 0;  // one core copying `bytes` (rank 0 alone, same rotation), same run
+  // Every rank copying its own `bytes` at the same time (slowest rank's median): each rank of an
+  // allreduce must at least read its input and write its output, so with buffers out of cache
+  // no allreduce on this host beats this time. 0: not measured.
+  double floor_us = 0;
   bool verified = false;  // korovod's results, and Gloo's when measured
 };
 

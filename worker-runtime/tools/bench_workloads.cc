@@ -147,26 +147,40 @@ int rotation_for(int64_t bytes) {
   return static_cast<int>(std::clamp<int64_t>((int64_t{64} << 20) / std::max<int64_t>(bytes, 1), 1, 64));
 }
 
+// Median seconds of `iters` copies of `bytes` between rotated buffers on this rank.
+double median_copy_seconds(std::vector<std::vector<std::byte>>& ins, std::vector<std::vector<std::byte>>& outs,
+                           int64_t bytes, int iters) {
+  const size_t k = ins.size();
+  for (size_t i = 0; i < k; ++i) std::memcpy(outs[i].data(), ins[i].data(), static_cast<size_t>(bytes));
+  std::vector<double> times(static_cast<size_t>(iters));
+  for (int i = 0; i < iters; ++i) {
+    double start = MPI_Wtime();
+    std::memcpy(outs[i % k].data(), ins[i % k].data(), static_cast<size_t>(bytes));
+    times[static_cast<size_t>(i)] = MPI_Wtime() - start;
+  }
+  std::nth_element(times.begin(), times.begin() + iters / 2, times.end());
+  return times[static_cast<size_t>(iters / 2)];
+}
+
 // Rank 0 alone copies `bytes` between rotated buffers: the single-core memcpy rate the shared
 // memory path is measured against (the others wait in a barrier, so DRAM is not shared).
 double memcpy_gbs(std::vector<std::vector<std::byte>>& ins, std::vector<std::vector<std::byte>>& outs, int64_t bytes,
                   int iters, int rank) {
   MPI_Barrier(MPI_COMM_WORLD);
   double rate = 0;
-  if (rank == 0) {
-    const size_t k = ins.size();
-    for (size_t i = 0; i < k; ++i) std::memcpy(outs[i].data(), ins[i].data(), static_cast<size_t>(bytes));
-    std::vector<double> times(static_cast<size_t>(iters));
-    for (int i = 0; i < iters; ++i) {
-      double start = MPI_Wtime();
-      std::memcpy(outs[i % k].data(), ins[i % k].data(), static_cast<size_t>(bytes));
-      times[static_cast<size_t>(i)] = MPI_Wtime() - start;
-    }
-    std::nth_element(times.begin(), times.begin() + iters / 2, times.end());
-    rate = bytes / times[static_cast<size_t>(iters / 2)] / 1e9;  // median, as timed()
-  }
+  if (rank == 0) rate = bytes / median_copy_seconds(ins, outs, bytes, iters) / 1e9;
   MPI_Bcast(&rate, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   return rate;
+}
+
+// Every rank copies `bytes` between its rotated buffers at the same time: the slowest rank's
+// median, in microseconds (Row::floor_us).
+double all_ranks_copy_us(std::vector<std::vector<std::byte>>& ins, std::vector<std::vector<std::byte>>& outs,
+                         int64_t bytes, int iters) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double mine = median_copy_seconds(ins, outs, bytes, iters), slowest = 0;
+  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest * 1e6;
 }
 
 // Reads every 8-byte word of `out` (the consumer of the result, --read-output).
@@ -243,6 +257,7 @@ Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op
   row.mpi_us = mpi_s * 1e6;
   row.verified = verified_outputs() && row.verified;
   row.memcpy_gbs = memcpy_gbs(ins, outs, bytes, iters, rt.rank());
+  row.floor_us = all_ranks_copy_us(ins, outs, bytes, iters);
   row.korovod_busbw_gbs = busbw_gbs(bytes, rt.size(), row.korovod_us / 1e6);
   row.mpi_busbw_gbs = busbw_gbs(bytes, rt.size(), row.mpi_us / 1e6);
   return row;
@@ -271,6 +286,7 @@ Row measure_backend_allreduce(Backend& backend, const Options& o, DataType dtype
   row.verified = true;
   for (int i = 0; i < std::min(k, iters); ++i) row.verified = row.verified && verify(outs[i], dtype, count, op, backend.size());
   row.memcpy_gbs = memcpy_gbs(ins, outs, bytes, iters, backend.rank());
+  row.floor_us = all_ranks_copy_us(ins, outs, bytes, iters);
   row.korovod_busbw_gbs = busbw_gbs(bytes, backend.size(), row.korovod_us / 1e6);
   row.mpi_busbw_gbs = busbw_gbs(bytes, backend.size(), row.mpi_us / 1e6);
   return row;

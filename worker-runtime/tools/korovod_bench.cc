@@ -19,20 +19,25 @@ namespace korovod::bench {
 std::string format_table(const std::vector<Row>& rows, int ranks, double cycle_time_ms) {
   std::string out = fmt::format("korovod-bench: {} ranks, cycle time {} ms, times are per operation (per step for fused)\n",
                                 ranks, cycle_time_ms);
-  out += fmt::format("{:<20} {:<9} {:>10} {:>12} {:>12} {:>10} {:>10} {:>8} {:>12} {:>10} {:>8} {:>10} {:>8} {:>6}\n",
+  out += fmt::format("{:<20} {:<9} {:>10} {:>12} {:>12} {:>10} {:>10} {:>8} {:>12} {:>10} {:>8} {:>10} {:>8} {:>9} {:>8} {:>6}\n",
                      "workload", "dtype", "size", "korovod_us", "mpi_us", "kv_GB/s", "mpi_GB/s", "ratio", "gloo_us",
-                     "gloo_GB/s", "kv/gloo", "memcpy_GB/s", "kv/mcpy", "check");
+                     "gloo_GB/s", "kv/gloo", "memcpy_GB/s", "kv/mcpy", "floor_us", "kv/floor", "check");
   for (const Row& r : rows) {
     std::string size = r.bytes >= (1 << 20) ? fmt::format("{}MiB", r.bytes >> 20) : fmt::format("{}KiB", r.bytes >> 10);
     // ratio > 1: korovod faster. Bandwidth ratio == time ratio for the same bytes.
     // kv/gloo > 1: korovod faster than Gloo; "-" where Gloo was not measured.
     const bool g = r.gloo_us > 0;
-    out += fmt::format("{:<20} {:<9} {:>10} {:>12.1f} {:>12.1f} {:>10.3f} {:>10.3f} {:>8.3f} {:>12} {:>10} {:>8} {:>10.3f} {:>8.3f} {:>6}\n",
+    // floor_us: every rank copying its own bytes at once; kv/floor 1.0 = korovod at that floor.
+    const bool f = r.floor_us > 0;
+    out += fmt::format("{:<20} {:<9} {:>10} {:>12.1f} {:>12.1f} {:>10.3f} {:>10.3f} {:>8.3f} {:>12} {:>10} {:>8} {:>10.3f} {:>8.3f} {:>9} {:>8} {:>6}\n",
                        r.workload, r.dtype, size, r.korovod_us, r.mpi_us, r.korovod_busbw_gbs, r.mpi_busbw_gbs,
                        r.korovod_us > 0 ? r.mpi_us / r.korovod_us : 0.0, g ? fmt::format("{:.1f}", r.gloo_us) : "-",
                        g ? fmt::format("{:.3f}", r.gloo_busbw_gbs) : "-",
                        g && r.korovod_us > 0 ? fmt::format("{:.3f}", r.gloo_us / r.korovod_us) : "-", r.memcpy_gbs,
-                       r.memcpy_gbs > 0 ? r.korovod_busbw_gbs / r.memcpy_gbs : 0.0, r.verified ? "ok" : "WRONG");
+                       r.memcpy_gbs > 0 ? r.korovod_busbw_gbs / r.memcpy_gbs : 0.0,
+                       f ? fmt::format("{:.1f}", r.floor_us) : "-",
+                       f && r.korovod_us > 0 ? fmt::format("{:.3f}", r.floor_us / r.korovod_us) : "-",
+                       r.verified ? "ok" : "WRONG");
   }
   return out;
 }
@@ -43,6 +48,7 @@ std::string to_json(const std::vector<Row>& rows, int ranks, double cycle_time_m
     j["rows"].push_back({{"workload", r.workload}, {"dtype", r.dtype}, {"bytes", r.bytes}, {"tensors", r.tensors},
                          {"korovod_us", r.korovod_us}, {"mpi_us", r.mpi_us},
                          {"korovod_busbw_gbs", r.korovod_busbw_gbs}, {"mpi_busbw_gbs", r.mpi_busbw_gbs}, {"memcpy_gbs", r.memcpy_gbs},
+                         {"floor_us", r.floor_us},
                          {"speedup_vs_mpi", r.korovod_us > 0 ? r.mpi_us / r.korovod_us : 0.0},
                          {"gloo_us", r.gloo_us}, {"gloo_busbw_gbs", r.gloo_busbw_gbs},
                          {"speedup_vs_gloo", r.korovod_us > 0 && r.gloo_us > 0 ? r.gloo_us / r.korovod_us : 0.0},
