@@ -69,6 +69,19 @@ TEST(StoreChooser, FollowsTheMachineWhenTheFasterWayChanges) {
   EXPECT_FALSE(c.streaming(kMiB) && c.cost(false, kMiB) < c.cost(true, kMiB));
 }
 
+TEST(StoreChooser, AChangeDuringTheFirstCallsDoesNotLeaveTheSlowerWayInFavour) {
+  // Rank 0's timings of a 256 MiB class in a benchmark sweep (ms): plain stores' first call ran
+  // before the machine changed, every later one after, when they took 3-4x streaming's time.
+  StoreChooser c(SlotStores::kAuto, 16);
+  const double ms[StoreChooser::kFirstCalls] = {38.1, 55.5, 143.6, 43.6, 170.9, 48.3};
+  for (int call = 0; call < StoreChooser::kFirstCalls; ++call) {
+    const bool s = c.streaming(256 * kMiB);
+    c.report(s, ms[call] * 1e-3, 256 * kMiB);
+  }
+  EXPECT_TRUE(c.favoured(256 * kMiB));
+  EXPECT_TRUE(c.streaming(256 * kMiB));
+}
+
 TEST(StoreChooser, EachSizeClassDecidesOnItsOwn) {
   StoreChooser c(SlotStores::kAuto, 16);
   run(c, 20, kMiB, 1e-4, 5e-4);            // 1 MiB: plain stores faster

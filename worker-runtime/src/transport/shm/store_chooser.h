@@ -5,9 +5,13 @@
 // cache, the peer's reads hit it and plain stores win by ~30 %; when they do not, every line
 // crosses between caches and streaming stores win by 2-2.5x (the peer then reads from memory).
 // So the chooser measures both, per message size (powers of two), keeps the faster and re-tries
-// the other every few calls of that size. A way's cost is the least of its last few calls: timing
-// noise on a shared machine only ever adds time, and a way that really got slower shows it once
-// its few fast calls have aged out.
+// the other every few calls of that size. A way's cost is the least of its last two calls: timing
+// noise on a shared machine only ever adds time, so one slow call does not move it, and a way
+// that really got slower shows it after two. Two, not more: on this VM plain stores turn 3x
+// slower within a second (64 MiB from ~10 to 33-48 ms, 256 MiB from ~40 to 120-186 ms) while
+// streaming stores stay put, and with the last four calls a fast call from before the change
+// kept plain stores in favour for up to three more calls, each 100 ms lost at 256 MiB (seen in
+// two of seven benchmark sweeps, 2026-11-22; docs/benchmarks.md).
 //
 // Pure: the caller times its calls and reports them; nothing here reads a clock. Every rank of
 // the set counts the calls of each size class the same way (all run the same collectives), but
@@ -45,7 +49,7 @@ class StoreChooser {
   bool favoured(int64_t bytes) const;
   // Seconds per byte of `bytes`' size class: the least of the last kWindow calls (0: not yet).
   double cost(bool streaming, int64_t bytes) const;
-  static constexpr int kWindow = 4;
+  static constexpr int kWindow = 2;
   static constexpr int kFirstCalls = 6;
   // Size class of `bytes`: floor(log2(bytes)); < 64, so a class is one bit of a 64-bit word.
   static int size_class(int64_t bytes);
