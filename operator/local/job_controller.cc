@@ -63,7 +63,11 @@ void JobController::sync(const kube::Object& job) {
     status["completionTime"] = kube::format_time(clock_.now());
     return finish(updated, "Complete", "CompletionsReached", "Reached expected number of succeeded pods", active);
   }
-  if (failed + (on_failure ? restarts : 0) > limit) {
+  // As the real controller: failed pods beyond the limit, or (OnFailure) container restarts in
+  // the active pods reaching it (pastBackoffLimitOnFailure: restarts >= limit, any restart when
+  // the limit is 0).
+  const bool restarts_exceed = on_failure && (limit == 0 ? restarts > 0 : restarts >= limit);
+  if (failed > limit || restarts_exceed) {
     return finish(updated, "Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit", active);
   }
   if (auto deadline = spec.find("activeDeadlineSeconds"); deadline != spec.end()) {
@@ -90,6 +94,8 @@ void JobController::finish(kube::Object job, const std::string& type, const std:
     }
   }
   const std::string now = kube::format_time(clock_.now());
+  // The real controller counts the pods it deletes on failure as failed (they never succeeded).
+  if (type == "Failed") job["status"]["failed"] = job["status"].value("failed", 0) + static_cast<int>(active.size());
   job["status"]["active"] = 0;
   job["status"]["conditions"].push_back({{"type", type}, {"status", "True"}, {"reason", reason},
                                          {"message", message}, {"lastProbeTime", now},

@@ -2,7 +2,8 @@
 // each unfinished, unsuspended Job with parallelism 1 and completions 1 (what the MPIJob
 // launcher is), it creates a pod from the template (generateName "<job>-", labels job-name /
 // controller-uid, a controller ownerReference) whenever none is active, counts failed pods
-// (and, for restartPolicy OnFailure, container restarts) against spec.backoffLimit (default 6),
+// against spec.backoffLimit (default 6) — and for restartPolicy OnFailure the container restarts
+// of its active pods, failing once they reach the limit, as Kubernetes' pastBackoffLimitOnFailure —
 // and sets the conditions the real controller sets: Complete (reason CompletionsReached) on a
 // succeeded pod, Failed with BackoffLimitExceeded ("Job has reached the specified backoff
 // limit") or DeadlineExceeded (activeDeadlineSeconds), deleting active pods on failure.

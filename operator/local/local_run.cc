@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -43,8 +44,10 @@ kube::Object read_mpijob(const fs::path& path) {
 // Prints what changed since the last call: objects created, pod phases, MPIJob conditions.
 class Progress {
  public:
-  Progress(kube::Client& client, std::string ns, std::ostream& out, Clock::time_point start)
-      : client_(client), ns_(std::move(ns)), out_(out), start_(start) {}
+  // out_mu: held while writing to out, shared with everything else that writes there.
+  Progress(kube::Client& client, std::string ns, std::ostream& out, std::mutex& out_mu,
+           Clock::time_point start)
+      : client_(client), ns_(std::move(ns)), out_(out), out_mu_(out_mu), start_(start) {}
 
   void poll() {
     for (const auto* r : {&kube::resources::kSecrets, &kube::resources::kConfigMaps,
@@ -66,6 +69,7 @@ class Progress {
   }
   void say(const std::string& line) {
     const double s = std::chrono::duration<double>(Clock::now() - start_).count();
+    std::lock_guard<std::mutex> lock(out_mu_);
     out_ << fmt::format("korovod: [{:6.1f}s] {}\n", s, line) << std::flush;
   }
 
@@ -73,6 +77,7 @@ class Progress {
   kube::Client& client_;
   const std::string ns_;
   std::ostream& out_;
+  std::mutex& out_mu_;
   const Clock::time_point start_;
   std::set<std::string> seen_;
 };
@@ -84,13 +89,11 @@ const kube::Object* true_condition(const kube::Object& job, const std::string& t
   return nullptr;
 }
 
-int summarize(const kube::Object& job, kube::Client& client, const std::string& ns,
+// container_restarts: every restart the pod runtime made, also in pods deleted since (the Job
+// controller deletes the launcher pod once its restarts reach backoffLimit).
+int summarize(const kube::Object& job, int container_restarts, const std::string& ns,
               const std::string& outcome, Clock::duration took, std::ostream& out) {
   int restarts = field(job, "status").value("restartCount", 0);
-  int container_restarts = 0;
-  for (const auto& p : client.list(kube::resources::kPods, ns, {}).items) {
-    for (const auto& cs : field(field(p, "status"), "containerStatuses")) container_restarts += cs.value("restartCount", 0);
-  }
   int launcher_failures = field(field(field(job, "status"), "replicaStatuses"), "Launcher").value("failed", 0);
   std::string reason, message;
   for (const char* type : {"Succeeded", "Failed"}) {
@@ -178,7 +181,12 @@ int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
 
   kube::RealClock clock;
   kube::MemoryClient client(clock);
-  Progress progress(client, ns, out, start);
+  Progress progress(client, ns, out, out_mu, start);
+  std::atomic<int> container_restarts{0};
+  ro.on_restart = [&](const std::string& pod, const std::string& container, int count) {
+    ++container_restarts;
+    progress.say(fmt::format("pod {}: container {} restarted (restart {})", pod, container, count));
+  };
   client.create(mpijob::kMPIJobs, ns, obj);
   progress.say("MPIJob " + ns + "/" + name + " created (work dir " + work.string() + ", " +
                (o.ssh ? "sshd per worker" : "rsh agent") + ")");
@@ -216,7 +224,7 @@ int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
   runtime.stop();
   stop.request_stop();
   manager_thread.join();
-  int code = summarize(final_job, client, ns, outcome, Clock::now() - start, out);
+  int code = summarize(final_job, container_restarts.load(), ns, outcome, Clock::now() - start, out);
   if (outcome == "Interrupted") code = kExitInterrupted;
   if (outcome == "TimedOut") code = kExitTimeout;
   if (o.keep) {

@@ -168,6 +168,13 @@ void PodRuntime::start_container(const Pod& pod, Container& c) {
   }
 }
 
+std::chrono::milliseconds restart_backoff(int restarts, std::chrono::milliseconds base,
+                                          std::chrono::milliseconds max) {
+  auto wait = base;
+  for (int i = 0; i < restarts && wait < max; ++i) wait *= 2;
+  return std::min(wait, max);
+}
+
 void PodRuntime::step_containers(Pod& pod) {
   if (!pod.run.failure_reason.empty()) return;
   const std::string policy = field(pod.object, "spec").value("restartPolicy", "Always");
@@ -181,9 +188,8 @@ void PodRuntime::step_containers(Pod& pod) {
       c.state.exit_code = *code;
       c.state.reason = termination_reason(*code);
       if (should_restart(policy, *code)) {
-        const auto backoff = std::min(std::chrono::seconds(10),
-                                      std::chrono::seconds(1 << std::min(c.state.restart_count, 4)));
-        c.restart_at = now + backoff;
+        c.restart_at = now + restart_backoff(c.state.restart_count, options_.restart_backoff,
+                                             options_.max_restart_backoff);
         c.state.last_exit_code = *code;
         c.state.last_started_at = c.state.started_at;
         c.state.last_finished_at = c.state.finished_at;
@@ -198,6 +204,7 @@ void PodRuntime::step_containers(Pod& pod) {
         ++c.state.restart_count;
         c.restart_at = {};
         start_container(pod, c);
+        if (options_.on_restart) options_.on_restart(kube::name_of(pod.object), c.state.name, c.state.restart_count);
     }
   }
 }

@@ -1,7 +1,8 @@
 // The local pod runtime: a kubelet that runs pods as host processes. It polls the pods it
 // serves (every pod in local mode; those with spec.nodeName == node in `korovod kubelet`),
 // materializes volumes under <work_dir>/pods/<ns>/<name>, starts each container in its sandbox
-// (sandbox.h), restarts containers as restartPolicy says (back-off 1 s doubling to 10 s),
+// (sandbox.h), restarts containers as restartPolicy says (the kubelet's back-off: 10 s doubling
+// to 5 min; restart_backoff),
 // reports phase, container states, exit codes, restartCount and conditions with update_status,
 // and stops a pod's process groups (SIGTERM, grace, SIGKILL) when the pod is deleted.
 // Init containers are not run (documented in README.md).
@@ -29,11 +30,21 @@ struct RuntimeOptions {
   LaunchDefaults defaults;
   std::chrono::milliseconds poll_interval{100};
   std::chrono::milliseconds max_grace{5000};  // cap on terminationGracePeriodSeconds
+  // Wait before a failed container's restart n (0-based): base * 2^n, at most max (the kubelet's
+  // 10 s and 300 s; tests shorten them).
+  std::chrono::milliseconds restart_backoff{10'000};
+  std::chrono::milliseconds max_restart_backoff{300'000};
   // Lets the caller change a container's launch (local mode replaces the workers' sshd).
   std::function<void(const kube::Object& pod, const kube::Object& container, LaunchSpec&)> adjust;
   // Each output line of a container: (pod name, container name, line).
   std::function<void(const std::string&, const std::string&, const std::string&)> log;
+  // Each container restart, as it happens: (pod name, container name, new restartCount).
+  std::function<void(const std::string&, const std::string&, int)> on_restart;
 };
+
+// The kubelet's crash-loop back-off before restart number `restarts` (0 = the first restart).
+std::chrono::milliseconds restart_backoff(int restarts, std::chrono::milliseconds base,
+                                          std::chrono::milliseconds max);
 
 class PodRuntime {
  public:

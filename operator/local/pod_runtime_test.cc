@@ -22,6 +22,7 @@ class PodRuntimeTest : public ::testing::Test {
     o.isolation = Isolation::Rewrite;  // no bwrap needed for these tests
     o.defaults.host_path_env = "/usr/bin:/bin";
     o.poll_interval = std::chrono::milliseconds(20);
+    o.restart_backoff = std::chrono::milliseconds(50);  // the kubelet's 10 s would slow the tests
     o.log = [this](const std::string& pod, const std::string&, const std::string& line) {
       std::lock_guard<std::mutex> lock(mu);
       lines.push_back(pod + ": " + line);
@@ -103,6 +104,63 @@ TEST_F(PodRuntimeTest, DeletingAPodKillsItsProcessGroup) {
     }
   }
   EXPECT_TRUE(gone) << "pid " << child << " survived its pod";
+}
+
+TEST(RestartBackoff, DoublesFromTheBaseUpToTheCap) {
+  using ms = std::chrono::milliseconds;
+  EXPECT_EQ(restart_backoff(0, ms(10'000), ms(300'000)), ms(10'000));
+  EXPECT_EQ(restart_backoff(1, ms(10'000), ms(300'000)), ms(20'000));
+  EXPECT_EQ(restart_backoff(4, ms(10'000), ms(300'000)), ms(160'000));
+  EXPECT_EQ(restart_backoff(5, ms(10'000), ms(300'000)), ms(300'000));
+  EXPECT_EQ(restart_backoff(1000, ms(10'000), ms(300'000)), ms(300'000));
+}
+
+TEST_F(PodRuntimeTest, OnFailureWaitsTheBackoffBeforeRestarting) {
+  runtime->start();
+  create_pod("b", "date +%s%N >> starts; exit 1", "OnFailure");
+  wait_for("b", [](const kube::Object& p) {
+    return field(p, "status").contains("containerStatuses") &&
+           p["status"]["containerStatuses"][0].value("restartCount", 0) >= 2;
+  });
+  client.remove(kube::resources::kPods, "default", "b", {});
+  runtime->stop();
+  std::ifstream in(runtime->pod_dir("default", "b") / "starts");
+  std::vector<long long> ns;
+  for (long long t; in >> t;) ns.push_back(t);
+  ASSERT_GE(ns.size(), 3u);
+  // 50 ms before the first restart, 100 ms before the second (poll granularity 20 ms).
+  EXPECT_GE(ns[1] - ns[0], 45'000'000);
+  EXPECT_GE(ns[2] - ns[1], 95'000'000);
+}
+
+// OnFailure: Kubernetes fails the Job once the active pod's container restarts reach
+// backoffLimit (pastBackoffLimitOnFailure), so backoffLimit 1 means one restart, two runs.
+TEST(JobControllerTest, OnFailureRestartsReachingTheLimitFailTheJob) {
+  kube::RealClock clock;
+  kube::MemoryClient client(clock);
+  JobController jobs(client, clock);
+  client.create(kube::resources::kJobs, "default",
+                {{"metadata", {{"name", "l"}}},
+                 {"spec", {{"backoffLimit", 1},
+                           {"template", {{"spec", {{"restartPolicy", "OnFailure"},
+                                                   {"containers", {{{"name", "c"}}}}}}}}}}});
+  jobs.sync_all();
+  auto pods = client.list(kube::resources::kPods, "default", {}).items;
+  ASSERT_EQ(pods.size(), 1u);
+  auto pod = pods[0];
+  pod["status"] = {{"phase", "Running"}, {"containerStatuses", {{{"name", "c"}, {"restartCount", 0}}}}};
+  client.update_status(kube::resources::kPods, "default", pod);
+  jobs.sync_all();
+  EXPECT_FALSE(client.get(kube::resources::kJobs, "default", "l")["status"].contains("conditions"));
+  pod = client.list(kube::resources::kPods, "default", {}).items[0];
+  pod["status"]["containerStatuses"][0]["restartCount"] = 1;
+  client.update_status(kube::resources::kPods, "default", pod);
+  jobs.sync_all();
+  auto job = client.get(kube::resources::kJobs, "default", "l");
+  ASSERT_EQ(job["status"]["conditions"].size(), 1u);
+  EXPECT_EQ(job["status"]["conditions"][0]["reason"], "BackoffLimitExceeded");
+  EXPECT_EQ(job["status"]["failed"], 1);  // the deleted pod, as the real controller counts it
+  EXPECT_TRUE(client.list(kube::resources::kPods, "default", {}).items.empty());  // deleted
 }
 
 TEST(JobControllerTest, RetriesUntilBackoffLimitThenFails) {
