@@ -96,6 +96,13 @@ TEST(SshKeys, SshKeygenDerivesTheSamePublicKey) {
 
 TEST(SshKeys, SshdAcceptsTheKeyAsHostKeyAndForLogin) {
   if (!fs::exists("/usr/sbin/sshd")) GTEST_SKIP() << "/usr/sbin/sshd is missing (apt install openssh-server)";
+  // A root sshd refuses to start without its privilege-separation directory. /run is a tmpfs,
+  // so on a fresh boot nothing has made it yet: this test makes what it needs (Debian's sshd
+  // service would, via its unit's RuntimeDirectory).
+  if (getuid() == 0) {
+    fs::create_directories("/run/sshd");
+    fs::permissions("/run/sshd", fs::perms(0755));
+  }
   MountedSecret m;
   const int port = free_port();
   const fs::path cfg = m.dir / "sshd_config", pid = m.dir / "sshd.pid";
