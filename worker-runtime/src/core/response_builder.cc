@@ -124,15 +124,13 @@ Response build_response(const std::string& name, const Requests& by_rank,
   if (type == RequestType::kAdasum || first->op == ReduceOp::kAdasum) {
     return error_response(name, fmt::format("Tensor '{}': Adasum is not supported.", name));
   }
-  if (!joined.empty() && (type == RequestType::kAlltoall || type == RequestType::kReducescatter ||
+  // Horovod: of the collectives, only allreduce runs while ranks have joined (they contribute
+  // zeros); the others fail on the ranks that submitted them (its controller, ConstructResponse).
+  if (!joined.empty() && (type == RequestType::kAllgather || type == RequestType::kBroadcast ||
+                          type == RequestType::kAlltoall || type == RequestType::kReducescatter ||
                           type == RequestType::kBarrier)) {
     return error_response(name, fmt::format("Tensor '{}': {} is not supported while {} have joined.",
                                             name, request_type_name(type), rank_list(joined)));
-  }
-  if (type == RequestType::kBroadcast && first->root_rank >= 0 &&
-      first->root_rank < static_cast<int32_t>(by_rank.size()) && !by_rank[first->root_rank]) {
-    return error_response(name, fmt::format("Tensor '{}': broadcast root rank {} has joined.", name,
-                                            global_ranks[first->root_rank]));
   }
   return success_response(*first, by_rank);
 }
