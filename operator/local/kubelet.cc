@@ -121,6 +121,7 @@ int run_kubelet(kube::Client& client, kube::Clock& clock, const KubeletOptions& 
   const char* path = std::getenv("PATH");
   ro.defaults.host_path_env = path ? path : "/usr/local/bin:/usr/bin:/bin";
   ro.defaults.path_prepend = {o.bin_dir.string()};
+  ro.defaults.python_path = build_tree_python_path(o.bin_dir);
   ro.defaults.extra_env = local_pod_env(o.work_dir, geteuid() == 0);
   ro.adjust = [&](const kube::Object& pod, const kube::Object&, LaunchSpec& launch) {
     wire_for_rsh_agent(pod, launch, o.bin_dir);

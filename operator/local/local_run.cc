@@ -151,6 +151,7 @@ int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
   const char* host_path = std::getenv("PATH");
   ro.defaults.host_path_env = host_path ? host_path : "/usr/local/bin:/usr/bin:/bin";
   ro.defaults.path_prepend = {o.bin_dir.string()};
+  ro.defaults.python_path = build_tree_python_path(o.bin_dir);
   ro.defaults.extra_env = local_pod_env(work, geteuid() == 0);
   set_env(ro.defaults.extra_env, "KOROVOD_POD_NAMESPACE", ns);
   SshMode ssh(o.ssh_config_dir, work);

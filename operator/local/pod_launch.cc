@@ -25,6 +25,11 @@ LaunchSpec container_launch(const kube::Object& pod, const kube::Object& contain
   for (const auto& d : defaults.path_prepend) path += d + ":";
   path += defaults.host_path_env;
   set_env(spec.env, "PATH", path);
+  if (!defaults.python_path.empty()) {
+    std::string python_path;
+    for (const auto& d : defaults.python_path) python_path += (python_path.empty() ? "" : ":") + d;
+    set_env(spec.env, "PYTHONPATH", python_path);
+  }
   set_env(spec.env, "HOSTNAME", spec.hostname);
   set_env(spec.env, "HOME", defaults.home);
   for (const auto& [k, v] : defaults.extra_env) set_env(spec.env, k, v);
@@ -32,6 +37,13 @@ LaunchSpec container_launch(const kube::Object& pod, const kube::Object& contain
   spec.working_dir = container.value("workingDir", pod_dir.string());
   spec.mounts = mounts;
   return spec;
+}
+
+std::vector<std::string> build_tree_python_path(const fs::path& bin_dir) {
+  const fs::path python_dir = bin_dir.parent_path() / "python";
+  std::error_code ec;
+  if (!fs::is_directory(python_dir / "korovod", ec)) return {};
+  return {fs::weakly_canonical(python_dir, ec).string()};
 }
 
 EnvList local_pod_env(const fs::path& work_dir, bool as_root) {

@@ -1,7 +1,7 @@
 // From a pod's container to a LaunchSpec: the command (command + args; with no command the
 // args alone, since the image's ENTRYPOINT is not known locally), the environment (the host's
-// PATH with extra directories in front, HOSTNAME, HOME, what the runtime adds, then the
-// container's env), the working directory (workingDir, else the pod's directory), the mounts
+// PATH with extra directories in front, PYTHONPATH when there are Python directories to give,
+// HOSTNAME, HOME, what the runtime adds, then the container's env), the working directory (workingDir, else the pod's directory), the mounts
 // and the hostname (spec.hostname, else the pod name).
 // Also the context file that lets the rsh agent run a command "inside" a running pod.
 #pragma once
@@ -15,6 +15,9 @@ namespace local {
 struct LaunchDefaults {
   std::vector<std::string> path_prepend;  // directories put in front of the host's PATH
   std::string host_path_env;              // the host's PATH
+  // PYTHONPATH of every pod when not empty (the build tree's package, as build/bin is on PATH);
+  // the host's PYTHONPATH is not passed on, like the rest of the host's environment.
+  std::vector<std::string> python_path;
   std::string home = "/root";
   EnvList extra_env;                      // added before the container's own env
 };
@@ -22,6 +25,11 @@ struct LaunchDefaults {
 LaunchSpec container_launch(const kube::Object& pod, const kube::Object& container,
                             const EnvList& container_env, const std::vector<Mount>& mounts,
                             const std::filesystem::path& pod_dir, const LaunchDefaults& defaults);
+
+// The directory the build tree keeps its Python package in, <bin_dir>/../python (build/python
+// next to build/bin), as a one-entry list when it holds the korovod package; else empty. With it
+// on PYTHONPATH, `import korovod.torch` works in local pods as it does in the worker image.
+std::vector<std::string> build_tree_python_path(const std::filesystem::path& bin_dir);
 
 // What every pod of a local runtime gets in its environment: KOROVOD_LOCAL_RUN (marks every
 // process of the run), KOROVOD_PODS_DIR (for the rsh agent), Open MPI's run-as-root consent
