@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The README's main command: `korovod run examples/pytorch/pytorch_digits.yaml` trains the digits
+# convnet with korovod.torch on two worker pods; the job Succeeds, every epoch is reported, the
+# final test accuracy exceeds MIN_ACCURACY, and nothing is left running.
+# Needs what local pods use: /usr/bin/python3 with torch and scikit-learn, build/bin's copy of
+# the script and build/python's korovod package.
+source "$(dirname "$0")/lib.sh"
+MIN_ACCURACY=0.95  # seen on this machine: 0.97-0.99 (README.md, examples/pytorch/README.md)
+/usr/bin/python3 -c 'import torch, sklearn' ||
+  fail "/usr/bin/python3 lacks torch or scikit-learn (Debian: python3-torch python3-sklearn)"
+[[ -x $KOROVOD_BIN_DIR/pytorch_digits.py ]] ||
+  fail "$KOROVOD_BIN_DIR/pytorch_digits.py is not built (target pytorch_examples)"
+[[ -d $KOROVOD_BIN_DIR/../python/korovod ]] ||
+  fail "$KOROVOD_BIN_DIR/../python/korovod is not built (target korovod_python)"
+work="$TEST_DIR/work"
+set +e
+"$KOROVOD" run "$KOROVOD_SOURCE_DIR/examples/pytorch/pytorch_digits.yaml" --timeout 240 \
+  --work-dir "$work" "$@" >"$TEST_DIR/out" 2>&1
+code=$?
+set -e
+cat "$TEST_DIR/out"
+[[ $code == 0 ]] || fail "korovod run exited $code"
+expect_in "$TEST_DIR/out" 'MPIJob default/pytorch-digits: Succeeded' "summary"
+expect_in "$TEST_DIR/out" '\] digits: [0-9]+ training and [0-9]+ test samples, 2 rank\(s\)' \
+  "start line"
+epoch_line='\] epoch +[0-9]+/15: train loss [0-9.]+ accuracy [0-9.]+ \| test loss [0-9.]+ accuracy'
+epochs=$(grep -Ec "$epoch_line" "$TEST_DIR/out" || true)
+[[ $epochs == 15 ]] || fail "expected 15 epoch lines from rank 0, got $epochs"
+accuracy=$(sed -nE 's/.*\] final test accuracy: ([0-9.]+) \(.*/\1/p' "$TEST_DIR/out" | head -1)
+[[ -n $accuracy ]] || fail "no final test accuracy line"
+awk -v a="$accuracy" -v min="$MIN_ACCURACY" 'BEGIN { exit !(a > min) }' ||
+  fail "final test accuracy $accuracy is not above $MIN_ACCURACY"
+left=$(processes_of_run "$work")
+[[ -z $left ]] || fail "processes left behind: $left"
+echo "PASS: final test accuracy $accuracy > $MIN_ACCURACY"
