@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # korovod CPU worker/launcher base image: Open MPI, sshd on port 2222 (root and non-root), the
 # korovod runtime (libkorovod.so) and tools (korovod-bench, the pi example), the launcher
-# entrypoint that waits for worker DNS, and optionally Python with PyTorch (Debian's CPU build).
+# entrypoint that waits for worker DNS, and (INSTALL_TORCH=true, the default) Python with
+# Debian's CPU build of PyTorch and scikit-learn, the korovod Python package (korovod.torch) and
+# the PyTorch examples on PATH (examples/pytorch/*.yaml name them so).
 # The build context is the repository root:
 #   docker build -f docker/worker-cpu.Dockerfile -t korovod-worker-cpu:dev .
 # Build args are documented in docker/README.md.
@@ -25,22 +27,29 @@ COPY cmake/ cmake/
 COPY operator/ operator/
 COPY worker-runtime/ worker-runtime/
 COPY examples/ examples/
+# The Python package is what `pip install ./worker-runtime/python` installs (CMake component
+# python: korovod/**.py, korovod/lib/libkorovod*.so with RPATH $ORIGIN, korovodrun), taken from
+# this same build instead of building the runtime a second time.
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE} \
-      -DKOROVOD_BUILD_TESTS=OFF -DKOROVOD_WITH_PYTHON=OFF -DKOROVOD_WITH_NCCL=OFF \
- && cmake --build build --target korovod_runtime korovod-bench pi -j ${BUILD_JOBS} \
- && mkdir -p /out/bin /out/lib \
+      -DKOROVOD_BUILD_TESTS=OFF -DKOROVOD_WITH_PYTHON=ON -DKOROVOD_WITH_NCCL=OFF \
+ && cmake --build build --target korovod_runtime korovod-bench pi korovod_python_wheel \
+      -j ${BUILD_JOBS} \
+ && mkdir -p /out/bin /out/lib /out/python/bin \
  && cp -P build/lib/libkorovod.so* /out/lib/ \
- && cp build/bin/korovod-bench build/bin/pi /out/bin/
+ && cp build/bin/korovod-bench build/bin/pi /out/bin/ \
+ && cmake --install build --component python --prefix /out/python \
+ && test -f /out/python/korovod/torch/__init__.py && test -f /out/python/korovod/lib/libkorovod.so
 
 FROM ${BASE_IMAGE}
-ARG INSTALL_TORCH=false
+ARG INSTALL_TORCH=true
 ARG MPIUSER_UID=1000
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends \
       openmpi-bin libopenmpi3 libfmt9 openssh-server openssh-client ca-certificates procps \
  && if [ "${INSTALL_TORCH}" = "true" ]; then \
-      apt-get install -y -q --no-install-recommends python3 python3-torch python3-numpy; \
+      apt-get install -y -q --no-install-recommends \
+        python3 python3-torch python3-numpy python3-sklearn; \
     elif [ "${INSTALL_TORCH}" != "false" ]; then \
       echo "INSTALL_TORCH must be true or false, not '${INSTALL_TORCH}'" >&2; exit 1; \
     fi \
@@ -58,9 +67,19 @@ COPY docker/launcher-entrypoint.sh /usr/local/bin/launcher-entrypoint.sh
 COPY --from=build /out/bin/korovod-bench /usr/local/bin/korovod-bench
 COPY --from=build /out/lib/ /usr/local/lib/
 COPY --from=build --chown=${MPIUSER_UID}:${MPIUSER_UID} /out/bin/pi /home/mpiuser/pi
+# korovod.torch for /usr/bin/python3 (Debian's dist-packages, on every Python 3's path there),
+# korovodrun, and the PyTorch examples on sshd's default PATH, where mpirun finds them by name.
+# Their shebang is /usr/bin/python3, the interpreter python3-torch belongs to.
+COPY --from=build /out/python/korovod /usr/lib/python3/dist-packages/korovod
+COPY --from=build /out/python/bin/ /usr/local/bin/
+COPY examples/pytorch/pytorch_digits.py examples/pytorch/pytorch_synthetic_benchmark.py /usr/local/bin/
 RUN ldconfig \
  && /usr/sbin/sshd -t -f /etc/ssh/sshd_config \
- && korovod-bench --help >/dev/null
+ && korovod-bench --help >/dev/null \
+ && if [ "${INSTALL_TORCH}" = "true" ]; then \
+      /usr/bin/python3 -c 'import korovod.torch' \
+      && pytorch_digits.py --help >/dev/null && pytorch_synthetic_benchmark.py --help >/dev/null; \
+    fi
 WORKDIR /home/mpiuser
 # Launcher: the command runs once every host in /etc/mpi/hostfile resolves. Workers default to
 # sshd (the operator sets /usr/sbin/sshd -De when a worker has no command).

@@ -11,4 +11,5 @@ COPY ignored-dir/kept.txt /opt/
 COPY data.txt /usr/local/bin/tool
 ADD https://example.invalid/x.tar.gz /opt/
 COPY --from=one /nothing/checked /opt/
+COPY data.txt /usr/local/bin/
 USER root
