@@ -1,11 +1,19 @@
-/* C ABI of the korovod worker runtime (for the Python binding and other languages).
+/* C ABI of the korovod worker runtime: what the Python package (ctypes) and other languages call.
+ *
  * Handle based: every call takes the korovod_runtime* returned by korovod_init*; operations
  * return a handle (>0) or a negative error code; the error text of the last failed call on a
- * runtime is korovod_last_error(), the text of a failed operation korovod_handle_error().
- * Queries on a NULL runtime return -1 (Horovod: -1 before init). */
+ * runtime is korovod_last_error() (kept per calling thread: several threads may call at once),
+ * the text of a failed operation korovod_handle_error(). Queries on a NULL runtime return -1
+ * (Horovod: -1 before init); other calls on a NULL or shut-down runtime fail with
+ * KOROVOD_ERR_NOT_INITIALIZED.
+ *
+ * libkorovod.so itself never links MPI. When a job was started by mpirun (or an MPI
+ * communicator is passed in), korovod_init loads libkorovod_mpi.so from libkorovod.so's own
+ * directory (it links libmpi); on a machine without MPI only that path is unavailable. */
 #ifndef KOROVOD_C_API_H_
 #define KOROVOD_C_API_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -13,23 +21,37 @@ extern "C" {
 #endif
 
 typedef struct korovod_runtime korovod_runtime;
+typedef struct korovod_group korovod_group;
+typedef struct korovod_event korovod_event;
 
-/* Error codes (negative) and Horovod's process-set codes. */
+/* Error codes (negative). */
 enum {
   KOROVOD_OK = 0,
-  KOROVOD_ERR_INVALID_ARGUMENT = -1,
-  KOROVOD_ERR_PRECONDITION = -2,
-  KOROVOD_ERR_ABORTED = -3,
-  KOROVOD_ERR_UNKNOWN = -4,
-  KOROVOD_ERR_IN_PROGRESS = -5,
+  KOROVOD_ERR_INVALID_ARGUMENT = -1, /* bad call: dtype/shape, duplicate name, unknown set (Python: ValueError) */
+  KOROVOD_ERR_PRECONDITION = -2,     /* ranks disagree: shape, dtype, op, root (Python: RuntimeError) */
+  KOROVOD_ERR_ABORTED = -3,          /* shut down, peer lost, timed out (Python: HorovodInternalError) */
+  KOROVOD_ERR_UNKNOWN = -4,          /* transport failure (Python: HorovodInternalError) */
+  KOROVOD_ERR_IN_PROGRESS = -5,      /* korovod_wait_for: not done within the timeout */
   KOROVOD_ERR_NOT_INITIALIZED = -6,
 };
 
-/* Values match korovod::DataType / ReduceOp. */
+/* Values match korovod::DataType / ReduceOp / RequestType. */
 enum { KOROVOD_UINT8 = 0, KOROVOD_INT8, KOROVOD_UINT16, KOROVOD_INT16, KOROVOD_INT32, KOROVOD_INT64,
        KOROVOD_FLOAT16, KOROVOD_FLOAT32, KOROVOD_FLOAT64, KOROVOD_BOOL, KOROVOD_BFLOAT16 };
 enum { KOROVOD_AVERAGE = 0, KOROVOD_SUM = 1, KOROVOD_ADASUM = 2, KOROVOD_MIN = 3, KOROVOD_MAX = 4,
        KOROVOD_PRODUCT = 5 };
+enum { KOROVOD_OP_ALLREDUCE = 0, KOROVOD_OP_ALLGATHER = 1, KOROVOD_OP_BROADCAST = 2, KOROVOD_OP_JOIN = 3,
+       KOROVOD_OP_ALLTOALL = 5, KOROVOD_OP_BARRIER = 6, KOROVOD_OP_REDUCESCATTER = 7 };
+
+/* How korovod_init_ex starts the job's control plane. */
+enum {
+  KOROVOD_CONTROLLER_AUTO = 0, /* mpi_comm or comm_ranks given -> MPI; else rendezvous env
+                                  (KOROVOD_/HOROVOD_GLOO_RENDEZVOUS_ADDR) -> TCP; else started by
+                                  mpirun (korovod_launched_by_mpi) -> MPI; else a world of one rank,
+                                  this process (no MPI, no network: loopback only) */
+  KOROVOD_CONTROLLER_MPI = 1,  /* MPI (fails with a message naming the missing library without it) */
+  KOROVOD_CONTROLLER_TCP = 2,  /* the rendezvous store named by the environment */
+};
 
 typedef struct {
   void* data;
@@ -39,17 +61,44 @@ typedef struct {
   int32_t device; /* -1 = CPU */
 } korovod_tensor;
 
-/* Init on MPI_COMM_WORLD (mpi_comm NULL) or on *(MPI_Comm*)mpi_comm, with optional static
- * process sets given as concatenated rank lists: set i has set_sizes[i] ranks. Config comes
- * from the environment (KOROVOD_* / HOROVOD_*). On failure *out is NULL, the return value is
- * an error code and the text is copied (NUL-terminated, truncated) into error_text. */
+typedef struct {
+  int32_t controller;      /* KOROVOD_CONTROLLER_* */
+  const void* mpi_comm;    /* an MPI_Comm* (e.g. mpi4py's MPI._addressof(comm)); NULL = world */
+  const int32_t* comm_ranks; /* Horovod's init(comm=[ranks]): run on these ranks of the world only */
+  int32_t num_comm_ranks;  /* 0 = every rank */
+  const int32_t* set_ranks; /* static process sets as concatenated rank lists ... */
+  const int32_t* set_sizes; /* ... set i has set_sizes[i] ranks; they get ids 1..num_sets */
+  int32_t num_sets;
+} korovod_init_options;
+
+/* ---- library ---- */
+const char* korovod_version(void);
+/* 1 when the environment says an MPI launcher started this process: one of OMPI_COMM_WORLD_SIZE
+ * (Open MPI), PMIX_RANK (PMIx: Open MPI 5, srun --mpi=pmix), PMI_RANK / PMI_SIZE (Hydra: MPICH,
+ * Intel MPI; srun --mpi=pmi2), MPI_LOCALNRANKS (Hydra) is set. */
+int korovod_launched_by_mpi(void);
+/* 1 when libkorovod_mpi.so and the MPI library it links can be loaded here (this loads them);
+ * otherwise 0 and, when why is not NULL, the loader's message. */
+int korovod_mpi_available(char* why, int why_len);
+
+/* ---- lifecycle ----
+ * Config comes from the environment (KOROVOD_* / HOROVOD_*). On failure *out is NULL, the return
+ * value is an error code and the text is copied (NUL-terminated, truncated) into error_text. */
+int korovod_init_ex(korovod_runtime** out, const korovod_init_options* options, char* error_text,
+                    int error_len);
+/* Same as korovod_init_ex with KOROVOD_CONTROLLER_AUTO. */
 int korovod_init(korovod_runtime** out, const void* mpi_comm, const int* set_ranks,
                  const int* set_sizes, int num_sets, char* error_text, int error_len);
-int korovod_shutdown(korovod_runtime* rt); /* stops the engine; rt stays valid for queries */
+/* Stops the engine and frees what it held (sockets, a rendezvous store it hosted), so the process
+ * can init again; rt stays valid for the rank/size/name queries until korovod_destroy. Outputs
+ * already taken as DLPack tensors stay valid. MPI is finalized only at process exit, and only
+ * when korovod initialised it. */
+int korovod_shutdown(korovod_runtime* rt);
 void korovod_destroy(korovod_runtime* rt); /* shuts down if needed and frees rt */
 int korovod_is_initialized(const korovod_runtime* rt);
 const char* korovod_last_error(const korovod_runtime* rt);
 
+/* ---- queries ---- */
 int korovod_rank(const korovod_runtime* rt);
 int korovod_size(const korovod_runtime* rt);
 int korovod_local_rank(const korovod_runtime* rt);
@@ -57,14 +106,59 @@ int korovod_local_size(const korovod_runtime* rt);
 int korovod_cross_rank(const korovod_runtime* rt);
 int korovod_cross_size(const korovod_runtime* rt);
 int korovod_is_homogeneous(const korovod_runtime* rt);
-int korovod_mpi_built(void);
-int korovod_mpi_enabled(const korovod_runtime* rt);
-int korovod_mpi_threads_supported(void);
-int korovod_nccl_built(void);
+int korovod_mpi_built(void);          /* libkorovod_mpi.so was built (next to libkorovod.so) */
+int korovod_mpi_enabled(const korovod_runtime* rt); /* this runtime's control plane is MPI */
+int korovod_mpi_threads_supported(void); /* MPI initialised with MPI_THREAD_MULTIPLE */
+int korovod_nccl_built(void);         /* NCCL_VERSION_CODE, 0 without NCCL */
 int korovod_gloo_built(void);
 int korovod_cuda_built(void);
+/* Control plane and data planes in use, e.g. "TCP" and "SHM,TCP" (comma separated). */
+const char* korovod_transport_name(const korovod_runtime* rt);
+const char* korovod_backend_names(const korovod_runtime* rt);
 
-/* Operations: name may be NULL (-> "<op>.noname.<handle>"). Returns a handle > 0 or < 0. */
+/* ---- operations ----
+ * One call for every collective (type = KOROVOD_OP_*), flat arguments so a binding builds no
+ * struct per call:
+ *   name      NULL -> "<op>.noname.<handle>"
+ *   input     tensor data (contiguous; CPU, or CUDA memory when device >= 0), dtype/ndim/shape
+ *   output    allreduce/broadcast: where the result goes (NULL or equal to input: in place; same
+ *             dtype, shape and device as input); allgather/alltoall/reducescatter: must be NULL,
+ *             the runtime allocates it on the input's device (korovod_handle_take_dlpack /
+ *             korovod_handle_output)
+ *   op, prescale, postscale  allreduce/reducescatter
+ *   root_rank broadcast (a global rank)
+ *   splits    alltoall: rows to each rank of the set (num_splits = set size); NULL = even
+ *   ready     optional; consumed (freed by the runtime, also on error)
+ * Join and barrier ignore the tensor arguments (device is join's device).
+ * Returns a handle > 0 or an error code (korovod_last_error has the text). */
+int64_t korovod_enqueue(korovod_runtime* rt, int type, const char* name, void* input, void* output, int dtype,
+                        int ndim, const int64_t* shape, int device, int op, double prescale,
+                        double postscale, int root_rank, const int32_t* splits, int num_splits,
+                        int process_set, korovod_event* ready);
+
+/* Grouped operations: ops added to a group are queued all or none, in one step, so they negotiate
+ * and fuse together (Horovod's grouped_allreduce/allgather/reducescatter); one process set per
+ * group. korovod_group_add checks what it can at once (returns 0 or an error code; a group with
+ * a failed add fails its next korovod_group_enqueue with that error, whose text is then in
+ * korovod_last_error). */
+korovod_group* korovod_group_new(void);
+int korovod_group_add(korovod_group* group, int type, const char* name, void* input, void* output, int dtype,
+                      int ndim, const int64_t* shape, int device, int op, double prescale,
+                      double postscale, int root_rank, const int32_t* splits, int num_splits,
+                      int process_set, korovod_event* ready);
+/* Enqueues every op added since the last enqueue; writes one handle per op, in order, to
+ * handles_out. Returns 0 or an error code (then nothing was queued). Either way the group is then
+ * empty and reusable, and the ready events of its ops are consumed. */
+int korovod_group_enqueue(korovod_runtime* rt, korovod_group* group, int64_t* handles_out, int max_handles);
+void korovod_group_free(korovod_group* group);
+
+/* Ready events (Horovod's ReadyEvent): a CUDA event recorded on `stream` (a cudaStream_t, NULL =
+ * the legacy default stream) of `device`; the collective reads the tensor only once the stream
+ * passed it. NULL on failure (without CUDA: always) with the reason in error_text. */
+korovod_event* korovod_cuda_event_record(int device, void* stream, char* error_text, int error_len);
+void korovod_event_free(korovod_event* event);
+
+/* Legacy per-op entry points (same semantics as korovod_enqueue). */
 int64_t korovod_allreduce(korovod_runtime* rt, const char* name, const korovod_tensor* input,
                           const korovod_tensor* output, int op, double prescale, double postscale,
                           int process_set);
@@ -78,30 +172,48 @@ int64_t korovod_reducescatter(korovod_runtime* rt, const char* name, const korov
                               double prescale, double postscale, int process_set);
 int64_t korovod_barrier(korovod_runtime* rt, int process_set);
 int64_t korovod_join(korovod_runtime* rt, int device);
-/* Grouped allreduce: writes n handles to handles_out; returns 0 or an error code. */
 int korovod_grouped_allreduce(korovod_runtime* rt, const char* const* names, const korovod_tensor* inputs,
                               const korovod_tensor* outputs, int n, int op, double prescale,
                               double postscale, int process_set, int64_t* handles_out);
 
-/* Handles: poll returns 1 done, 0 pending, <0 error; wait returns 0 or the op's error code. */
+/* ---- handles ----
+ * poll: 1 done, 0 pending, <0 error. wait: 0 or the op's error code, blocking (without the
+ * caller's lock: bindings call it with their interpreter lock released). wait_for: the same,
+ * or KOROVOD_ERR_IN_PROGRESS after timeout_seconds (< 0: no limit). A failed wait also sets
+ * korovod_last_error. */
 int korovod_poll(korovod_runtime* rt, int64_t handle);
 int korovod_wait(korovod_runtime* rt, int64_t handle);
+int korovod_wait_for(korovod_runtime* rt, int64_t handle, double timeout_seconds);
 const char* korovod_handle_error(korovod_runtime* rt, int64_t handle); /* valid until release */
-/* Output of allgather/alltoall/reducescatter (runtime-owned until release): data, ndim, and up to
- * max_dims dims into shape. */
+/* Output the runtime allocated (allgather/alltoall/reducescatter; owned by the handle until
+ * release or take): data, ndim, and up to max_dims dims into shape. An error once taken. */
 int korovod_handle_output(korovod_runtime* rt, int64_t handle, void** data, int* ndim, int64_t* shape,
                           int max_dims);
+/* Moves that output out of the handle, without a copy, into a DLPack DLManagedTensor (the DLPack
+ * 0.x ABI every framework's from_dlpack accepts, as a "dltensor" capsule) with the given DLPack
+ * type (code, bits, lanes 1; bits must match the op's dtype): kDLCPU for a CPU input, kDLCUDA on
+ * the input's device for a GPU input. Its deleter frees the memory, whether or not the runtime
+ * still exists (after release, shutdown and destroy too). NULL, with the text in
+ * korovod_last_error, when the handle has no runtime-allocated output, is not done, failed
+ * (its error), or was taken already. Works after korovod_shutdown until release/destroy. */
+void* korovod_handle_take_dlpack(korovod_runtime* rt, int64_t handle, int dl_code, int dl_bits);
+void korovod_dlpack_delete(void* managed_tensor); /* calls the deleter (for an unconsumed capsule) */
 int korovod_handle_received_splits(korovod_runtime* rt, int64_t handle, int32_t* splits, int max_splits);
 int korovod_handle_last_joined_rank(korovod_runtime* rt, int64_t handle);
 void korovod_release(korovod_runtime* rt, int64_t handle);
 
-/* Process sets: add returns the new id (>= 0) or an error code. */
+/* ---- process sets ----
+ * add returns the new id (>= 0) or an error code (dynamic sets need KOROVOD_DYNAMIC_PROCESS_SETS=1;
+ * every rank calls it in the same order). ids/ranks write up to max entries and return the count. */
 int korovod_add_process_set(korovod_runtime* rt, const int* ranks, int nranks);
 int korovod_remove_process_set(korovod_runtime* rt, int id);
 int korovod_process_set_rank(korovod_runtime* rt, int id);
 int korovod_process_set_size(korovod_runtime* rt, int id);
 int korovod_process_set_included(korovod_runtime* rt, int id);
+int korovod_process_set_ids(korovod_runtime* rt, int* ids, int max_ids);
+int korovod_process_set_ranks(korovod_runtime* rt, int id, int* ranks, int max_ranks);
 
+/* ---- timeline (rank 0 writes) ---- */
 int korovod_start_timeline(korovod_runtime* rt, const char* path, int mark_cycles);
 int korovod_stop_timeline(korovod_runtime* rt);
 

@@ -14,4 +14,8 @@ namespace korovod {
 // collective waits until the stream has passed that point.
 Result<std::shared_ptr<const ReadyEvent>> record_cuda_ready_event(void* stream);
 
+// The same on `device`'s stream, from any thread: makes `device` current for the recording and
+// restores the thread's previous device afterwards (the C ABI's korovod_cuda_event_record).
+Result<std::shared_ptr<const ReadyEvent>> record_cuda_ready_event_on_device(int device, void* stream);
+
 }  // namespace korovod

@@ -7,6 +7,8 @@
 //   KOROVOD_HOST_ID     optional host identity (default: hostname + boot id); ranks with the
 //                       same identity are one host (local rank/size, cross rank/size)
 //   KOROVOD_START_TIMEOUT  seconds to wait for every rank at the store (HOROVOD_START_TIMEOUT, 30)
+//   KOROVOD_RENDEZVOUS_SERVER  "rank0" (default: rank 0 hosts the store) or "external" (a
+//                       launcher such as korovodrun hosts it for the whole job)
 #pragma once
 
 #include <memory>
@@ -17,12 +19,17 @@
 
 namespace korovod {
 
+// Who hosts the rendezvous store.
+enum class RendezvousServer { kRank0, kExternal };
+
 struct TcpWorldConfig {
   std::string rendezvous_addr;  // numeric IPv4 or a host name
-  int rendezvous_port = 0;
+  int rendezvous_port = 0;      // with kRank0 and port 0, rank 0 listens on an ephemeral port
   int rank = -1, size = 0;
   std::string host_id;                // "" = hostname + boot id
   double start_timeout_seconds = 30;  // every rank at the store, every connection made
+  RendezvousServer server = RendezvousServer::kRank0;
+  std::string server_listen_host = "0.0.0.0";  // where rank 0's store listens (kRank0)
 };
 
 // Reads the variables above from `env`; a missing or malformed one is an InvalidArgument error
@@ -30,12 +37,19 @@ struct TcpWorldConfig {
 Result<TcpWorldConfig> parse_tcp_world(const EnvMap& env);
 bool tcp_rendezvous_configured(const EnvMap& env);  // KOROVOD_/HOROVOD_GLOO_RENDEZVOUS_ADDR set
 
-// Rank 0 starts the store; every rank connects, publishes its host identity and learns the
-// topology. Blocks until all `size` ranks have arrived (or the start timeout).
+// Rank 0 starts the store (unless it is external); every rank connects, publishes its host
+// identity and learns the topology. Blocks until all `size` ranks have arrived (or the start
+// timeout). A process may start several runtimes one after another against the same store:
+// keys carry the rank's start count, so a later start never reads an earlier one's keys.
 Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& world,
                                            std::vector<std::vector<int>> process_sets = {});
 
 // Convenience: config and world from the process environment.
 Result<std::unique_ptr<Runtime>> init_tcp_runtime(std::vector<std::vector<int>> process_sets = {});
+
+// A world of one rank in this process, for a job started with no launcher at all (`python
+// train.py`): the same engine and data planes, with the store and every socket on 127.0.0.1
+// (ephemeral ports), so it needs neither MPI nor a network. Config from the environment.
+Result<std::unique_ptr<Runtime>> init_solo_runtime(std::vector<std::vector<int>> process_sets = {});
 
 }  // namespace korovod

@@ -1,25 +1,83 @@
-// The C ABI: a thin layer over korovod::Runtime. korovod_runtime owns the Runtime plus the text
-// of the last failed call, so no state lives outside the object the caller holds.
-#include "korovod/c_api.h"
+// The C ABI, part 1: library queries, lifecycle (which control plane a job starts on) and the
+// runtime's queries. Operations and handles: c_api_ops.cc.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
-#include <mutex>
-#include <string>
 
-#include "korovod/mpi.h"
+#include "capi/capi_internal.h"
+#include "capi/mpi_loader.h"
 #include "korovod/tcp.h"
+#ifdef KOROVOD_HAVE_NCCL
+#include <nccl.h>
+#endif
 
-struct korovod_runtime {
-  std::unique_ptr<korovod::Runtime> runtime;
-  mutable std::mutex mu;  // guards last_error and handle_errors
-  std::string last_error;
-  std::string handle_error;
-};
-
+namespace korovod::capi {
 namespace {
 
-using korovod::Status;
-using korovod::StatusCode;
+// Which control plane korovod_init_ex starts (c_api.h, KOROVOD_CONTROLLER_AUTO): an explicit MPI
+// communicator wins, then a rendezvous store in the environment (a launcher without mpirun),
+// then mpirun's environment, else a world of this process alone.
+Result<std::unique_ptr<Runtime>> start_runtime(const korovod_init_options& o, std::vector<std::vector<int>> sets) {
+  const EnvMap env = process_environment();
+  const bool mpi_asked = o.mpi_comm != nullptr || o.num_comm_ranks > 0;
+  int controller = o.controller;
+  if (controller == KOROVOD_CONTROLLER_AUTO) {
+    if (mpi_asked || (!tcp_rendezvous_configured(env) && !mpi_launch_variable(env).empty())) {
+      controller = KOROVOD_CONTROLLER_MPI;
+    } else if (tcp_rendezvous_configured(env)) {
+      controller = KOROVOD_CONTROLLER_TCP;
+    } else {
+      return init_solo_runtime(std::move(sets));
+    }
+  }
+  if (controller == KOROVOD_CONTROLLER_TCP) {
+    if (mpi_asked) return Status::invalid_argument("an MPI communicator (mpi_comm / comm ranks) needs the MPI controller");
+    return init_tcp_runtime(std::move(sets));
+  }
+  if (controller != KOROVOD_CONTROLLER_MPI) {
+    return Status::invalid_argument(fmt::format("unknown controller {}", o.controller));
+  }
+  Result<const MpiPlugin*> plugin = load_mpi_plugin();
+  if (!plugin.is_ok()) {
+    const std::string var = mpi_launch_variable(env);
+    const std::string why = !var.empty()           ? fmt::format("this process was started by mpirun ({} is set)", var)
+                            : o.mpi_comm != nullptr ? std::string("an MPI communicator was passed to init")
+                                                    : std::string("the MPI controller was asked for");
+    return Status::precondition(fmt::format("{}, but MPI could not be loaded: {}", why, plugin.status().message()));
+  }
+  MpiStartRequest request;
+  request.mpi_comm = o.mpi_comm;
+  if (o.num_comm_ranks > 0) request.comm_ranks.assign(o.comm_ranks, o.comm_ranks + o.num_comm_ranks);
+  request.process_sets = std::move(sets);
+  return (*plugin)->start(request);
+}
+
+Result<std::vector<std::vector<int>>> read_sets(const int32_t* ranks, const int32_t* sizes, int n) {
+  std::vector<std::vector<int>> sets;
+  if (n < 0 || (n > 0 && !sizes)) return Status::invalid_argument("process sets: bad num_sets or set_sizes");
+  for (int i = 0, offset = 0; i < n; offset += sizes[i], ++i) {
+    if (sizes[i] < 0 || (sizes[i] > 0 && !ranks)) {
+      return Status::invalid_argument(fmt::format("process set {}: bad size {} or no ranks", i + 1, sizes[i]));
+    }
+    sets.emplace_back(ranks + offset, ranks + offset + sizes[i]);
+  }
+  return sets;
+}
+
+korovod_runtime* wrap(std::unique_ptr<Runtime> runtime) {
+  auto* rt = new korovod_runtime();
+  rt->world = {runtime->rank(),       runtime->size(),       runtime->local_rank(), runtime->local_size(),
+               runtime->cross_rank(), runtime->cross_size(), runtime->is_homogeneous()};
+  rt->transport_name = runtime->transport_name();
+  rt->backend_names = fmt::format("{}", fmt::join(runtime->backend_names(), ","));
+  rt->runtime = std::move(runtime);
+  return rt;
+}
+
+int query(const korovod_runtime* rt, int korovod::WorldInfo::*field) { return rt ? rt->world.*field : -1; }
+
+}  // namespace
 
 int code_of(const Status& s) {
   switch (s.code()) {
@@ -34,198 +92,209 @@ int code_of(const Status& s) {
 }
 
 int fail(korovod_runtime* rt, const Status& s) {
-  std::lock_guard lock(rt->mu);
-  rt->last_error = s.message();
+  if (rt) {
+    std::lock_guard lock(rt->mu);
+    rt->last_errors[std::this_thread::get_id()] = s.message();
+  }
   return code_of(s);
 }
 
-korovod::TensorView view(const korovod_tensor* t) {
-  korovod::TensorView v;
-  if (!t) return v;
-  v.data = t->data;
-  v.dtype = static_cast<korovod::DataType>(t->dtype);
-  v.shape.assign(t->shape, t->shape + t->ndim);
-  v.device = t->device;
-  return v;
+void copy_text(const std::string& text, char* buf, int len) {
+  if (!buf || len <= 0) return;
+  const size_t n = std::min(text.size(), static_cast<size_t>(len - 1));
+  std::memcpy(buf, text.data(), n);
+  buf[n] = '\0';
 }
 
-std::string name_of(const char* name) { return name ? name : ""; }
-
-int64_t handle_or_error(korovod_runtime* rt, const korovod::Result<korovod::Handle>& h) {
-  if (!h.is_ok()) return fail(rt, h.status());
-  return *h;
+std::shared_ptr<Runtime> runtime_of(const korovod_runtime* rt) {
+  if (!rt) return nullptr;
+  std::lock_guard lock(rt->mu);
+  return rt->runtime;
 }
 
-}  // namespace
+Status not_running() { return Status::not_initialized("korovod is not initialised (shut down); call korovod_init"); }
+
+}  // namespace korovod::capi
+
+using namespace korovod::capi;
+using korovod::Status;
 
 extern "C" {
 
-int korovod_init(korovod_runtime** out, const void* mpi_comm, const int* set_ranks, const int* set_sizes,
-                 int num_sets, char* error_text, int error_len) {
-  *out = nullptr;
-  std::vector<std::vector<int>> sets;
-  for (int i = 0, offset = 0; i < num_sets; offset += set_sizes[i], ++i) {
-    sets.emplace_back(set_ranks + offset, set_ranks + offset + set_sizes[i]);
+const char* korovod_version(void) { return KOROVOD_VERSION; }
+
+int korovod_launched_by_mpi(void) { return mpi_launch_variable(korovod::process_environment()).empty() ? 0 : 1; }
+
+int korovod_mpi_available(char* why, int why_len) {
+  korovod::Result<const korovod::MpiPlugin*> plugin = load_mpi_plugin();
+  copy_text(plugin.is_ok() ? "" : plugin.status().message(), why, why_len);
+  return plugin.is_ok() ? 1 : 0;
+}
+
+int korovod_init_ex(korovod_runtime** out, const korovod_init_options* options, char* error_text, int error_len) {
+  if (!out) {
+    copy_text("korovod_init: out is NULL", error_text, error_len);
+    return KOROVOD_ERR_INVALID_ARGUMENT;
   }
-  // Without a communicator and with a rendezvous store configured (a launcher that does not use
-  // mpirun), start over TCP; otherwise over MPI.
-  auto runtime = mpi_comm == nullptr && korovod::tcp_rendezvous_configured(korovod::process_environment())
-                     ? korovod::init_tcp_runtime(std::move(sets))
-                     : korovod::init_mpi_runtime(std::move(sets), mpi_comm);
+  *out = nullptr;
+  korovod_init_options o{};
+  if (options) o = *options;
+  korovod::Result<std::unique_ptr<korovod::Runtime>> runtime = Status::unknown("not started");
+  if (o.num_comm_ranks < 0 || (o.num_comm_ranks > 0 && !o.comm_ranks)) {
+    runtime = Status::invalid_argument("comm ranks: bad num_comm_ranks or comm_ranks NULL");
+  } else {
+    auto sets = read_sets(o.set_ranks, o.set_sizes, o.num_sets);
+    runtime = sets.is_ok() ? start_runtime(o, std::move(sets).value()) : sets.status();
+  }
   if (!runtime.is_ok()) {
-    if (error_text && error_len > 0) {
-      std::strncpy(error_text, runtime.status().message().c_str(), error_len - 1);
-      error_text[error_len - 1] = '\0';
-    }
+    copy_text(runtime.status().message(), error_text, error_len);
     return code_of(runtime.status());
   }
-  *out = new korovod_runtime{std::move(runtime).value(), {}, {}, {}};
+  *out = wrap(std::move(runtime).value());
   return KOROVOD_OK;
+}
+
+int korovod_init(korovod_runtime** out, const void* mpi_comm, const int* set_ranks, const int* set_sizes,
+                 int num_sets, char* error_text, int error_len) {
+  korovod_init_options o{};
+  o.controller = KOROVOD_CONTROLLER_AUTO;
+  o.mpi_comm = mpi_comm;
+  o.set_ranks = set_ranks;
+  o.set_sizes = set_sizes;
+  o.num_sets = num_sets;
+  return korovod_init_ex(out, &o, error_text, error_len);
 }
 
 int korovod_shutdown(korovod_runtime* rt) {
-  Status s = rt->runtime->shutdown();
+  if (!rt) return KOROVOD_ERR_NOT_INITIALIZED;
+  std::shared_ptr<korovod::Runtime> runtime;
+  {
+    std::lock_guard lock(rt->mu);
+    runtime.swap(rt->runtime);
+  }
+  if (!runtime) return KOROVOD_OK;  // idempotent
+  Status s = runtime->shutdown();
   return s.is_ok() ? KOROVOD_OK : fail(rt, s);
 }
 
-void korovod_destroy(korovod_runtime* rt) { delete rt; }
-int korovod_is_initialized(const korovod_runtime* rt) { return rt && rt->runtime->is_initialized(); }
+void korovod_destroy(korovod_runtime* rt) {
+  if (!rt) return;
+  (void)korovod_shutdown(rt);
+  delete rt;
+}
+
+int korovod_is_initialized(const korovod_runtime* rt) {
+  auto runtime = runtime_of(rt);
+  return runtime && runtime->is_initialized() ? 1 : 0;
+}
 
 const char* korovod_last_error(const korovod_runtime* rt) {
+  if (!rt) return "korovod is not initialised";
   std::lock_guard lock(rt->mu);
-  return rt->last_error.c_str();
+  auto it = rt->last_errors.find(std::this_thread::get_id());
+  return it == rt->last_errors.end() ? "" : it->second.c_str();
 }
 
-int korovod_rank(const korovod_runtime* rt) { return rt ? rt->runtime->rank() : -1; }
-int korovod_size(const korovod_runtime* rt) { return rt ? rt->runtime->size() : -1; }
-int korovod_local_rank(const korovod_runtime* rt) { return rt ? rt->runtime->local_rank() : -1; }
-int korovod_local_size(const korovod_runtime* rt) { return rt ? rt->runtime->local_size() : -1; }
-int korovod_cross_rank(const korovod_runtime* rt) { return rt ? rt->runtime->cross_rank() : -1; }
-int korovod_cross_size(const korovod_runtime* rt) { return rt ? rt->runtime->cross_size() : -1; }
-int korovod_is_homogeneous(const korovod_runtime* rt) { return rt ? rt->runtime->is_homogeneous() : -1; }
-int korovod_mpi_built(void) { return korovod::mpi_built(); }
-int korovod_mpi_enabled(const korovod_runtime* rt) { return rt && rt->runtime->transport_name() == "MPI"; }
-int korovod_mpi_threads_supported(void) { return korovod::mpi_threads_supported(); }
-int korovod_nccl_built(void) { return korovod::nccl_built(); }
-int korovod_gloo_built(void) { return korovod::gloo_built(); }
-int korovod_cuda_built(void) { return korovod::cuda_built(); }
+int korovod_rank(const korovod_runtime* rt) { return query(rt, &korovod::WorldInfo::rank); }
+int korovod_size(const korovod_runtime* rt) { return query(rt, &korovod::WorldInfo::size); }
+int korovod_local_rank(const korovod_runtime* rt) { return query(rt, &korovod::WorldInfo::local_rank); }
+int korovod_local_size(const korovod_runtime* rt) { return query(rt, &korovod::WorldInfo::local_size); }
+int korovod_cross_rank(const korovod_runtime* rt) { return query(rt, &korovod::WorldInfo::cross_rank); }
+int korovod_cross_size(const korovod_runtime* rt) { return query(rt, &korovod::WorldInfo::cross_size); }
+int korovod_is_homogeneous(const korovod_runtime* rt) { return rt ? (rt->world.homogeneous ? 1 : 0) : -1; }
+int korovod_mpi_built(void) { return korovod::mpi_built() ? 1 : 0; }
+int korovod_mpi_enabled(const korovod_runtime* rt) { return rt && rt->transport_name == "MPI" ? 1 : 0; }
 
-int64_t korovod_allreduce(korovod_runtime* rt, const char* name, const korovod_tensor* input,
-                          const korovod_tensor* output, int op, double prescale, double postscale, int ps) {
-  return handle_or_error(rt, rt->runtime->allreduce(name_of(name), view(input), view(output),
-                                                    static_cast<korovod::ReduceOp>(op), prescale, postscale, ps));
+int korovod_mpi_threads_supported(void) {
+  const korovod::MpiPlugin* plugin = loaded_mpi_plugin();
+  return plugin && plugin->threads_supported() ? 1 : 0;
 }
 
-int64_t korovod_allgather(korovod_runtime* rt, const char* name, const korovod_tensor* input, int ps) {
-  return handle_or_error(rt, rt->runtime->allgather(name_of(name), view(input), ps));
+int korovod_nccl_built(void) {
+#ifdef KOROVOD_HAVE_NCCL
+  return NCCL_VERSION_CODE;
+#else
+  return 0;
+#endif
 }
 
-int64_t korovod_broadcast(korovod_runtime* rt, const char* name, const korovod_tensor* tensor, int root, int ps) {
-  return handle_or_error(rt, rt->runtime->broadcast(name_of(name), view(tensor), root, ps));
+int korovod_gloo_built(void) { return korovod::gloo_built() ? 1 : 0; }
+
+int korovod_cuda_built(void) {
+#ifdef KOROVOD_HAVE_NCCL
+  return 1;  // the NCCL backend is built on the CUDA runtime
+#else
+  return 0;
+#endif
 }
 
-int64_t korovod_alltoall(korovod_runtime* rt, const char* name, const korovod_tensor* input,
-                         const int32_t* splits, int num_splits, int ps) {
-  std::vector<int32_t> s(splits, splits + (splits ? num_splits : 0));
-  return handle_or_error(rt, rt->runtime->alltoall(name_of(name), view(input), std::move(s), ps));
-}
-
-int64_t korovod_reducescatter(korovod_runtime* rt, const char* name, const korovod_tensor* input, int op,
-                              double prescale, double postscale, int ps) {
-  return handle_or_error(rt, rt->runtime->reducescatter(name_of(name), view(input), static_cast<korovod::ReduceOp>(op),
-                                                        prescale, postscale, ps));
-}
-
-int64_t korovod_barrier(korovod_runtime* rt, int ps) { return handle_or_error(rt, rt->runtime->barrier(ps)); }
-int64_t korovod_join(korovod_runtime* rt, int device) { return handle_or_error(rt, rt->runtime->join(device)); }
-
-int korovod_grouped_allreduce(korovod_runtime* rt, const char* const* names, const korovod_tensor* inputs,
-                              const korovod_tensor* outputs, int n, int op, double prescale, double postscale,
-                              int ps, int64_t* handles_out) {
-  std::vector<std::string> ns;
-  std::vector<korovod::TensorView> ins, outs;
-  for (int i = 0; i < n; ++i) {
-    ns.push_back(name_of(names ? names[i] : nullptr));
-    ins.push_back(view(&inputs[i]));
-    outs.push_back(view(&outputs[i]));
-  }
-  auto handles = rt->runtime->grouped_allreduce(ns, ins, outs, static_cast<korovod::ReduceOp>(op), prescale,
-                                                postscale, ps);
-  if (!handles.is_ok()) return fail(rt, handles.status());
-  for (int i = 0; i < n; ++i) handles_out[i] = (*handles)[i];
-  return KOROVOD_OK;
-}
-
-int korovod_poll(korovod_runtime* rt, int64_t handle) {
-  auto done = rt->runtime->poll(handle);
-  return done.is_ok() ? (*done ? 1 : 0) : fail(rt, done.status());
-}
-
-int korovod_wait(korovod_runtime* rt, int64_t handle) { return code_of(rt->runtime->wait(handle)); }
-
-const char* korovod_handle_error(korovod_runtime* rt, int64_t handle) {
-  Status s = rt->runtime->wait_for(handle, 0.0);
-  std::lock_guard lock(rt->mu);
-  rt->handle_error = s.is_ok() ? "" : s.message();
-  return rt->handle_error.c_str();
-}
-
-int korovod_handle_output(korovod_runtime* rt, int64_t handle, void** data, int* ndim, int64_t* shape, int max_dims) {
-  auto out = rt->runtime->output(handle);
-  if (!out.is_ok()) return fail(rt, out.status());
-  *data = out->data;
-  *ndim = static_cast<int>(out->shape.size());
-  for (int i = 0; i < *ndim && i < max_dims; ++i) shape[i] = out->shape[i];
-  return KOROVOD_OK;
-}
-
-int korovod_handle_received_splits(korovod_runtime* rt, int64_t handle, int32_t* splits, int max_splits) {
-  auto out = rt->runtime->output(handle);
-  if (!out.is_ok()) return fail(rt, out.status());
-  const int n = static_cast<int>(out->received_splits.size());
-  for (int i = 0; i < n && i < max_splits; ++i) splits[i] = out->received_splits[i];
-  return n;
-}
-
-int korovod_handle_last_joined_rank(korovod_runtime* rt, int64_t handle) {
-  auto out = rt->runtime->output(handle);
-  return out.is_ok() ? out->last_joined_rank : fail(rt, out.status());
-}
-
-void korovod_release(korovod_runtime* rt, int64_t handle) { rt->runtime->release(handle); }
+const char* korovod_transport_name(const korovod_runtime* rt) { return rt ? rt->transport_name.c_str() : ""; }
+const char* korovod_backend_names(const korovod_runtime* rt) { return rt ? rt->backend_names.c_str() : ""; }
 
 int korovod_add_process_set(korovod_runtime* rt, const int* ranks, int nranks) {
-  auto id = rt->runtime->add_process_set(std::vector<int>(ranks, ranks + nranks));
+  auto runtime = runtime_of(rt);
+  if (!runtime) return fail(rt, not_running());
+  if (nranks < 0 || (nranks > 0 && !ranks)) return fail(rt, Status::invalid_argument("add_process_set: bad ranks"));
+  auto id = runtime->add_process_set(std::vector<int>(ranks, ranks + nranks));
   return id.is_ok() ? *id : fail(rt, id.status());
 }
 
 int korovod_remove_process_set(korovod_runtime* rt, int id) {
-  Status s = rt->runtime->remove_process_set(id);
+  auto runtime = runtime_of(rt);
+  if (!runtime) return fail(rt, not_running());
+  Status s = runtime->remove_process_set(id);
   return s.is_ok() ? KOROVOD_OK : fail(rt, s);
 }
 
 int korovod_process_set_rank(korovod_runtime* rt, int id) {
-  auto r = rt->runtime->process_set_rank(id);
+  auto runtime = runtime_of(rt);
+  if (!runtime) return fail(rt, not_running());
+  auto r = runtime->process_set_rank(id);
   return r.is_ok() ? *r : fail(rt, r.status());
 }
 
 int korovod_process_set_size(korovod_runtime* rt, int id) {
-  auto r = rt->runtime->process_set_size(id);
+  auto runtime = runtime_of(rt);
+  if (!runtime) return fail(rt, not_running());
+  auto r = runtime->process_set_size(id);
   return r.is_ok() ? *r : fail(rt, r.status());
 }
 
 int korovod_process_set_included(korovod_runtime* rt, int id) {
-  auto r = rt->runtime->process_set_rank(id);
+  auto runtime = runtime_of(rt);
+  if (!runtime) return fail(rt, not_running());
+  auto r = runtime->process_set_rank(id);
   return r.is_ok() ? (*r >= 0 ? 1 : 0) : fail(rt, r.status());
 }
 
+int korovod_process_set_ids(korovod_runtime* rt, int* ids, int max_ids) {
+  auto runtime = runtime_of(rt);
+  if (!runtime) return fail(rt, not_running());
+  const std::vector<int> all = runtime->process_set_ids();
+  for (int i = 0; ids && i < max_ids && i < static_cast<int>(all.size()); ++i) ids[i] = all[i];
+  return static_cast<int>(all.size());
+}
+
+int korovod_process_set_ranks(korovod_runtime* rt, int id, int* ranks, int max_ranks) {
+  auto runtime = runtime_of(rt);
+  if (!runtime) return fail(rt, not_running());
+  auto all = runtime->process_set_ranks(id);
+  if (!all.is_ok()) return fail(rt, all.status());
+  for (int i = 0; ranks && i < max_ranks && i < static_cast<int>(all->size()); ++i) ranks[i] = (*all)[i];
+  return static_cast<int>(all->size());
+}
+
 int korovod_start_timeline(korovod_runtime* rt, const char* path, int mark_cycles) {
-  Status s = rt->runtime->start_timeline(path ? path : "", mark_cycles != 0);
+  auto runtime = runtime_of(rt);
+  if (!runtime) return fail(rt, not_running());
+  Status s = runtime->start_timeline(path ? path : "", mark_cycles != 0);
   return s.is_ok() ? KOROVOD_OK : fail(rt, s);
 }
 
 int korovod_stop_timeline(korovod_runtime* rt) {
-  Status s = rt->runtime->stop_timeline();
+  auto runtime = runtime_of(rt);
+  if (!runtime) return fail(rt, not_running());
+  Status s = runtime->stop_timeline();
   return s.is_ok() ? KOROVOD_OK : fail(rt, s);
 }
 

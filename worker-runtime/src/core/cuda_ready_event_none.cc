@@ -8,4 +8,8 @@ Result<std::shared_ptr<const ReadyEvent>> record_cuda_ready_event(void*) {
       "record_cuda_ready_event: this korovod was built without CUDA (KOROVOD_WITH_NCCL off or NCCL/CUDA not found)");
 }
 
+Result<std::shared_ptr<const ReadyEvent>> record_cuda_ready_event_on_device(int, void* stream) {
+  return record_cuda_ready_event(stream);
+}
+
 }  // namespace korovod

@@ -1,6 +1,11 @@
 #include "transport/mpi/mpi_context.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
 
 #include "kernels/kernels.h"
 
@@ -30,6 +35,58 @@ int op_index(ReduceOp op) {
   }
 }
 
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+// Initialises MPI unless someone has; when korovod does, it registers MPI_Finalize for process
+// exit (once: the flag is process state, as MPI's own initialisation is).
+Status ensure_initialized(bool threads_disable, int* provided) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) return Status::aborted("MPI was already finalized in this process; it cannot be initialised again");
+  if (initialized) {
+    MPI_Query_thread(provided);
+    return Status::ok();
+  }
+  const int required = threads_disable ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE;
+  KOROVOD_RETURN_IF_ERROR(mpi_status(MPI_Init_thread(nullptr, nullptr, required, provided), "MPI_Init_thread"));
+  static std::once_flag registered;
+  std::call_once(registered, [] { std::atexit(finalize_at_exit); });
+  return Status::ok();
+}
+
+// A new communicator of `ranks` of `base`, made by those ranks only (MPI_Comm_create_group is
+// collective over the group): a rank outside the list gets an error and makes no MPI call.
+Result<MPI_Comm> create_comm_of_ranks(MPI_Comm base, const std::vector<int>& ranks) {
+  int me = 0, size = 0;
+  MPI_Comm_rank(base, &me);
+  MPI_Comm_size(base, &size);
+  std::vector<int> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.front() < 0 || sorted.back() >= size || std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return Status::invalid_argument(
+        fmt::format("init(comm=[{}]): ranks must be distinct ranks of the {} MPI ranks", fmt::join(ranks, ", "), size));
+  }
+  if (!std::binary_search(sorted.begin(), sorted.end(), me)) {
+    return Status::invalid_argument(fmt::format("rank {} is not part of the communicator of ranks [{}] given to init",
+                                                me, fmt::join(ranks, ", ")));
+  }
+  MPI_Group base_group, group;
+  MPI_Comm_group(base, &base_group);
+  MPI_Group_incl(base_group, static_cast<int>(ranks.size()), ranks.data(), &group);
+  MPI_Comm comm = MPI_COMM_NULL;
+  constexpr int kCommRanksTag = 0x6b76;
+  const int rc = MPI_Comm_create_group(base, group, kCommRanksTag, &comm);
+  MPI_Group_free(&group);
+  MPI_Group_free(&base_group);
+  KOROVOD_RETURN_IF_ERROR(mpi_status(rc, "MPI_Comm_create_group(init comm ranks)"));
+  return comm;
+}
+
 }  // namespace
 
 Status mpi_status(int code, const char* what) {
@@ -40,21 +97,21 @@ Status mpi_status(int code, const char* what) {
   return Status::unknown(fmt::format("{} failed: {}", what, std::string(text, len)));
 }
 
-Result<std::shared_ptr<MpiContext>> MpiContext::create(const MPI_Comm* comm, bool threads_disable) {
+Result<std::shared_ptr<MpiContext>> MpiContext::create(const MPI_Comm* comm, bool threads_disable,
+                                                       const std::vector<int>& comm_ranks) {
   std::shared_ptr<MpiContext> ctx(new MpiContext());
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) {
-    const int required = threads_disable ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE;
-    KOROVOD_RETURN_IF_ERROR(mpi_status(MPI_Init_thread(nullptr, nullptr, required, &ctx->provided_), "MPI_Init_thread"));
-    ctx->we_initialized_ = true;
-  } else {
-    MPI_Query_thread(&ctx->provided_);
-  }
+  KOROVOD_RETURN_IF_ERROR(ensure_initialized(threads_disable, &ctx->provided_));
   if (ctx->provided_ < MPI_THREAD_SERIALIZED) {
     return Status::unknown("MPI provides less than MPI_THREAD_SERIALIZED; korovod's background thread needs it");
   }
-  KOROVOD_RETURN_IF_ERROR(mpi_status(MPI_Comm_dup(comm ? *comm : MPI_COMM_WORLD, &ctx->comm_), "MPI_Comm_dup"));
+  const MPI_Comm base = comm ? *comm : MPI_COMM_WORLD;
+  if (comm_ranks.empty()) {
+    KOROVOD_RETURN_IF_ERROR(mpi_status(MPI_Comm_dup(base, &ctx->comm_), "MPI_Comm_dup"));
+  } else {
+    Result<MPI_Comm> sub = create_comm_of_ranks(base, comm_ranks);
+    if (!sub.is_ok()) return sub.status();
+    ctx->comm_ = *sub;
+  }
   MPI_Comm_set_errhandler(ctx->comm_, MPI_ERRORS_RETURN);
   KOROVOD_RETURN_IF_ERROR(ctx->init_topology());
   ctx->create_half_ops();
@@ -95,7 +152,6 @@ MpiContext::~MpiContext() {
     }
   }
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-  if (we_initialized_) MPI_Finalize();
 }
 
 Result<MPI_Comm> MpiContext::create_subcomm(const std::vector<int>& ranks, int tag) const {

@@ -1,6 +1,11 @@
 // Open MPI state of one Runtime: initialisation (MPI_THREAD_MULTIPLE when korovod initialises
-// MPI itself), a private duplicate of the caller's communicator, node topology, the custom
-// float16/bfloat16 reduction ops, and finalisation when korovod did the initialisation.
+// MPI itself), a private duplicate of the caller's communicator (or a communicator of some of its
+// ranks), node topology and the custom float16/bfloat16 reduction ops.
+//
+// MPI is never finalized when a Runtime ends: MPI cannot be initialised twice in a process, and
+// a process may start another Runtime after shutting one down (Horovod's init -> shutdown ->
+// init). When korovod initialised MPI it finalizes it at process exit (atexit); MPI that someone
+// else initialised (the program, mpi4py) is theirs to finalize.
 #pragma once
 
 #include <mpi.h>
@@ -16,7 +21,10 @@ namespace korovod::mpi {
 class MpiContext {
  public:
   // `comm` null: MPI_COMM_WORLD. threads_disable: ask for MPI_THREAD_SERIALIZED only.
-  static Result<std::shared_ptr<MpiContext>> create(const MPI_Comm* comm, bool threads_disable);
+  // `comm_ranks` non-empty: run on a new communicator of these ranks of `comm` only (Horovod's
+  // init(comm=[ranks])); the other ranks get an InvalidArgument error and join no collective.
+  static Result<std::shared_ptr<MpiContext>> create(const MPI_Comm* comm, bool threads_disable,
+                                                    const std::vector<int>& comm_ranks = {});
   ~MpiContext();
   MpiContext(const MpiContext&) = delete;
   MpiContext& operator=(const MpiContext&) = delete;
@@ -37,7 +45,6 @@ class MpiContext {
   Status init_topology();
   void create_half_ops();
 
-  bool we_initialized_ = false;
   int provided_ = MPI_THREAD_SINGLE;
   MPI_Comm comm_ = MPI_COMM_NULL;
   WorldInfo info_;

@@ -10,8 +10,6 @@
 
 namespace korovod {
 
-bool mpi_built() { return true; }
-
 bool mpi_threads_supported() {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -22,9 +20,10 @@ bool mpi_threads_supported() {
 }
 
 Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
-                                           std::vector<std::vector<int>> process_sets) {
+                                           std::vector<std::vector<int>> process_sets,
+                                           const std::vector<int>& comm_ranks) {
   Result<std::shared_ptr<mpi::MpiContext>> ctx =
-      mpi::MpiContext::create(static_cast<const MPI_Comm*>(mpi_comm), config.mpi_threads_disable);
+      mpi::MpiContext::create(static_cast<const MPI_Comm*>(mpi_comm), config.mpi_threads_disable, comm_ranks);
   if (!ctx.is_ok()) return ctx.status();
   RuntimeOptions options;
   options.config = std::move(config);
@@ -64,10 +63,11 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
 }
 
 Result<std::unique_ptr<Runtime>> init_mpi_runtime(std::vector<std::vector<int>> process_sets,
-                                                  const void* mpi_comm) {
+                                                  const void* mpi_comm, const std::vector<int>& comm_ranks) {
   Result<Config> config = parse_config(process_environment());
   if (!config.is_ok()) return config.status();
-  Result<RuntimeOptions> options = mpi_runtime_options(std::move(config).value(), mpi_comm, std::move(process_sets));
+  Result<RuntimeOptions> options =
+      mpi_runtime_options(std::move(config).value(), mpi_comm, std::move(process_sets), comm_ranks);
   if (!options.is_ok()) return options.status();
   return Runtime::create(std::move(options).value());
 }

@@ -37,4 +37,15 @@ Result<std::shared_ptr<const ReadyEvent>> record_cuda_ready_event(void* stream) 
   return std::shared_ptr<const ReadyEvent>(ready);
 }
 
+Result<std::shared_ptr<const ReadyEvent>> record_cuda_ready_event_on_device(int device, void* stream) {
+  int previous = -1;
+  KOROVOD_RETURN_IF_ERROR(nccl::cuda_status(cudaGetDevice(&previous), "cudaGetDevice"));
+  if (previous != device) {
+    KOROVOD_RETURN_IF_ERROR(nccl::cuda_status(cudaSetDevice(device), "cudaSetDevice"));
+  }
+  Result<std::shared_ptr<const ReadyEvent>> event = record_cuda_ready_event(stream);
+  if (previous != device) (void)cudaSetDevice(previous);
+  return event;
+}
+
 }  // namespace korovod

@@ -55,6 +55,14 @@ Result<TcpWorldConfig> parse_tcp_world(const EnvMap& env) {
                                                 w.rendezvous_port));
   }
   if (const std::string* h = find_env(env, {"KOROVOD_HOST_ID"}, &which)) w.host_id = *h;
+  if (const std::string* server = find_env(env, {"KOROVOD_RENDEZVOUS_SERVER"}, &which)) {
+    if (*server == "external") {
+      w.server = RendezvousServer::kExternal;
+    } else if (*server != "rank0") {
+      return Status::invalid_argument(
+          fmt::format("KOROVOD_RENDEZVOUS_SERVER={:?}: expected \"rank0\" or \"external\"", *server));
+    }
+  }
   if (find_env(env, {"KOROVOD_START_TIMEOUT", "HOROVOD_START_TIMEOUT"}, &which)) {
     KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_START_TIMEOUT", "HOROVOD_START_TIMEOUT"},
                                           w.start_timeout_seconds, 0.001));
@@ -97,6 +105,25 @@ Result<std::unique_ptr<Runtime>> init_tcp_runtime(std::vector<std::vector<int>> 
   Result<TcpWorldConfig> world = parse_tcp_world(env);
   if (!world.is_ok()) return world.status();
   Result<RuntimeOptions> options = tcp_runtime_options(std::move(config).value(), *world, std::move(process_sets));
+  if (!options.is_ok()) return options.status();
+  return Runtime::create(std::move(options).value());
+}
+
+Result<std::unique_ptr<Runtime>> init_solo_runtime(std::vector<std::vector<int>> process_sets) {
+  Result<Config> config = parse_config(process_environment());
+  if (!config.is_ok()) return config.status();
+  TcpWorldConfig world;
+  world.rendezvous_addr = "127.0.0.1";
+  world.rendezvous_port = 0;  // ephemeral: nothing to collide with another job on this host
+  world.server_listen_host = "127.0.0.1";
+  world.rank = 0;
+  world.size = 1;
+  world.host_id = config->host_id;
+  world.start_timeout_seconds = 10;
+  // Loopback for the control sockets too: a process started without a launcher has no peers, and
+  // the hostname's address may not exist or may be unreachable (a laptop off the network).
+  config->tcp_iface = "lo";
+  Result<RuntimeOptions> options = tcp_runtime_options(std::move(config).value(), world, std::move(process_sets));
   if (!options.is_ok()) return options.status();
   return Runtime::create(std::move(options).value());
 }

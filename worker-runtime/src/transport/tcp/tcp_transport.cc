@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "transport/shm/shm_provider.h"
 #include "transport/tcp/address.h"
@@ -11,6 +14,16 @@
 
 namespace korovod::tcp {
 
+namespace {
+
+// Seconds until `deadline`, never 0 or less: a store timeout of 0 would mean "wait forever".
+double seconds_left(Deadline deadline) {
+  const std::chrono::duration<double> left = deadline - std::chrono::steady_clock::now();
+  return std::max(left.count(), 0.001);
+}
+
+}  // namespace
+
 Result<std::shared_ptr<TcpTransportProvider>> TcpTransportProvider::create(const TcpWorldConfig& world,
                                                                            const std::string& iface) {
   std::shared_ptr<TcpTransportProvider> t(new TcpTransportProvider());
@@ -18,30 +31,49 @@ Result<std::shared_ptr<TcpTransportProvider>> TcpTransportProvider::create(const
   t->timeout_seconds_ = world.start_timeout_seconds;
   t->info_.rank = world.rank;
   t->info_.size = world.size;
+  const Deadline deadline = deadline_after(world.start_timeout_seconds);
   const std::string who = fmt::format("rank {}", world.rank);
-  if (world.rank == 0) {
-    Result<std::unique_ptr<StoreServer>> server = StoreServer::start("0.0.0.0", world.rendezvous_port);
+  if (world.rank == 0 && world.server == RendezvousServer::kRank0) {
+    Result<std::unique_ptr<StoreServer>> server = StoreServer::start(world.server_listen_host, world.rendezvous_port);
     if (!server.is_ok()) return server.status();
     t->server_ = std::move(server).value();
   }
+  const int port = t->server_ ? t->server_->port() : world.rendezvous_port;
+  if (port <= 0) return Status::invalid_argument(fmt::format("{}: no rendezvous port to connect to", who));
   Result<std::string> addr = resolve_ipv4(world.rendezvous_addr);
   if (!addr.is_ok()) return Status::invalid_argument(fmt::format("{}: rendezvous address: {}", who, addr.status().message()));
-  Result<std::unique_ptr<StoreClient>> client =
-      StoreClient::connect({*addr, world.rendezvous_port}, world.start_timeout_seconds, who);
-  if (!client.is_ok()) return client.status();
-  t->store_ = std::move(client).value();
-  KOROVOD_RETURN_IF_ERROR(t->learn_topology(world.host_id.empty() ? shm::host_identity() : world.host_id));
+  KOROVOD_RETURN_IF_ERROR(
+      t->rendezvous({*addr, port}, world.host_id.empty() ? shm::host_identity() : world.host_id, deadline));
   return t;
+}
+
+Status TcpTransportProvider::rendezvous(const Endpoint& store, const std::string& host_id, Deadline deadline) {
+  const std::string who = fmt::format("rank {}", info_.rank);
+  for (;;) {
+    Result<std::unique_ptr<StoreClient>> client = StoreClient::connect(store, seconds_left(deadline), who);
+    if (!client.is_ok()) return client.status();
+    store_ = std::move(client).value();
+    Result<int64_t> starts = store_->add(fmt::format("korovod/starts/{}", info_.rank), 1);
+    Status st = starts.is_ok() ? Status::ok() : starts.status();
+    if (st.is_ok()) {
+      key_prefix_ = fmt::format("start{}/", *starts);
+      st = learn_topology(host_id, deadline);
+    }
+    // kUnknownError: the connection broke (a timeout is kAborted); start over while time is left.
+    if (st.code() != StatusCode::kUnknownError || std::chrono::steady_clock::now() >= deadline) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 // Ranks with the same host identity form a host: local rank = position among them; hosts are
 // ordered by their lowest rank, and cross rank = this host's position among the hosts that have
 // a rank with this local rank.
-Status TcpTransportProvider::learn_topology(const std::string& host_id) {
-  KOROVOD_RETURN_IF_ERROR(store_->set(fmt::format("host/{}", info_.rank), host_id));
+Status TcpTransportProvider::learn_topology(const std::string& host_id, Deadline deadline) {
+  KOROVOD_RETURN_IF_ERROR(store_->set(fmt::format("{}host/{}", key_prefix_, info_.rank), host_id));
   std::vector<std::string> hosts(static_cast<size_t>(info_.size));
   for (int r = 0; r < info_.size; ++r) {
-    Result<std::string> h = store_->get(fmt::format("host/{}", r), timeout_seconds_);
+    Result<std::string> h = store_->get(fmt::format("{}host/{}", key_prefix_, r), seconds_left(deadline));
+    if (h.status().code() == StatusCode::kUnknownError) return h.status();  // connection lost
     if (!h.is_ok()) return Status::aborted(fmt::format("rank {} did not arrive at the rendezvous store: {}", r, h.status().message()));
     hosts[r] = *h;
   }
@@ -76,7 +108,7 @@ Result<std::unique_ptr<ControlChannel>> TcpTransportProvider::create_control(con
   }
   if (me < 0) return Status::invalid_argument(fmt::format("rank {} is not in process set {}", info_.rank, set_id));
   // Every member creates the channels of a set in the same order: the count names this one.
-  const std::string prefix = fmt::format("ctl/{}/{}", set_id, created_[set_id]++);
+  const std::string prefix = fmt::format("{}ctl/{}/{}", key_prefix_, set_id, created_[set_id]++);
   Result<std::string> address = choose_listen_address(iface_);
   if (!address.is_ok()) return address.status();
   Result<Fd> listener = listen_on(*address, 0, SocketOptions{}, static_cast<int>(global_ranks.size()) + 8);

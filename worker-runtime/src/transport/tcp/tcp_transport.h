@@ -1,7 +1,13 @@
-// The control plane without MPI. Rank 0 hosts the rendezvous store; every rank publishes its
-// host identity there (topology: local and cross ranks) and, for each process set, the address
-// its control sockets listen on. A set's control channel is a Mesh of its members: gathers go
-// straight to the set's rank 0, broadcasts straight from it, bit vectors to everyone.
+// The control plane without MPI. Rank 0 (or a launcher: KOROVOD_RENDEZVOUS_SERVER=external)
+// hosts the rendezvous store; every rank publishes its host identity there (topology: local and
+// cross ranks) and, for each process set, the address its control sockets listen on. A set's
+// control channel is a Mesh of its members: gathers go straight to the set's rank 0, broadcasts
+// straight from it, bit vectors to everyone.
+//
+// Keys start with "start<n>/", n = how many times this rank has started a runtime against this
+// store (the store's counter "korovod/starts/<rank>"): every rank starts the same number of
+// times, so a process that shuts down and starts again meets its peers under fresh keys even
+// when the store outlived the first runtime (an external store).
 #pragma once
 
 #include <map>
@@ -23,10 +29,15 @@ class TcpTransportProvider final : public TransportProvider {
 
  private:
   TcpTransportProvider() = default;
-  Status learn_topology(const std::string& host_id);
+  // Connects to the store and learns the topology; starts over (new connection, new start
+  // count) when the connection breaks before the deadline, as it does when this rank reached
+  // the store of rank 0's previous runtime just before it closed.
+  Status rendezvous(const Endpoint& store, const std::string& host_id, Deadline deadline);
+  Status learn_topology(const std::string& host_id, Deadline deadline);
 
   std::unique_ptr<StoreServer> server_;  // rank 0 only
   std::unique_ptr<StoreClient> store_;
+  std::string key_prefix_;  // "start<n>/"
   WorldInfo info_;
   std::string iface_;
   double timeout_seconds_ = 30;
