@@ -1,0 +1,426 @@
+"""DistributedOptimizer: averages gradients across ranks while backward is still running.
+
+Horovod's semantics (horovod/torch/optimizer.py, 0.28.1): every parameter's gradient is handed to
+an asynchronous allreduce the moment autograd has accumulated it, so communication overlaps the
+rest of backward; ``step()`` waits for all of them (``synchronize()``) and then runs the wrapped
+optimizer's update.
+"""
+
+import os
+import warnings
+import weakref
+from contextlib import contextmanager
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+from korovod.torch.compression import Compression
+from korovod.torch.mpi_ops import (Adasum, Average, allreduce_async_, global_process_set,
+                                   grouped_allreduce_async_, size, sparse_allreduce_async,
+                                   synchronize as synchronize_handle)
+
+# torch >= 2.1 fires this hook after p.grad is final, also for models run under torch.compile;
+# older versions only offer a hook on the parameter's AccumulateGrad node.
+_HAS_POST_ACCUMULATE_GRAD_HOOK = hasattr(torch.Tensor, 'register_post_accumulate_grad_hook')
+
+_TOO_MANY_PASSES = ('Gradients were computed more than backward_passes_per_step times before call '
+                    'to step(). Increase backward_passes_per_step to accumulate gradients locally.')
+_ZERO_GRAD_PENDING = ('optimizer.zero_grad() was called after loss.backward() but before '
+                      'optimizer.step() or optimizer.synchronize(). This is prohibited as it can '
+                      'cause a race condition.')
+_STEP_AFTER_SYNCHRONIZE = ('optimizer.step() called without optimizer.skip_synchronize() context '
+                           'after optimizer.synchronize(). This can cause training slowdown. You may '
+                           'want to consider using optimizer.skip_synchronize() context if you use '
+                           'optimizer.synchronize() in your code.')
+
+_NOT_REDUCED = (None, None)  # a hook fired, but the allreduce waits for more passes or its group
+
+
+def _split_evenly(items: list, parts: int) -> List[list]:
+    """``parts`` consecutive chunks whose sizes differ by at most one (the first ones larger)."""
+    quotient, remainder = divmod(len(items), parts)
+    chunks, start = [], 0
+    for index in range(parts):
+        end = start + quotient + (1 if index < remainder else 0)
+        chunks.append(items[start:end])
+        start = end
+    return chunks
+
+
+def _duplicates(names) -> set:
+    seen, duplicated = set(), set()
+    for name in names:
+        (duplicated if name in seen else seen).add(name)
+    return duplicated
+
+
+def _validate_groups(groups) -> None:
+    if isinstance(groups, list):
+        seen = set()
+        for group in groups:
+            for p in group:
+                if not isinstance(p, torch.Tensor):
+                    raise ValueError('groups must consist of torch.Tensor.')
+                if id(p) in seen:
+                    raise ValueError('A parameter can only appear once in groups.')
+                seen.add(id(p))
+    elif isinstance(groups, bool) or not isinstance(groups, int) or groups <= 0:
+        raise ValueError('groups should be a non-negative integer or a list of list of '
+                         'torch.Tensor.')
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    """Mixed in front of the wrapped optimizer's class by DistributedOptimizer().
+
+    ``super()`` here resolves to the wrapped class, so its __init__/step/zero_grad/state_dict do
+    the optimizer's own work and ``isinstance(opt, type(wrapped))`` holds.
+    """
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
+                 op=Average, gradient_predivide_factor=1.0, groups=None, sparse_as_dense=False,
+                 process_set=global_process_set):
+        super().__init__(params)
+        self._compression = compression
+        self._parameter_names = self._name_parameters(named_parameters)
+        self.backward_passes_per_step = backward_passes_per_step
+        self._allreduce_delay = {p: backward_passes_per_step for p in self._parameter_names}
+        self.op = op
+        self.gradient_predivide_factor = gradient_predivide_factor
+        self.sparse_as_dense = sparse_as_dense
+        self.process_set = process_set
+
+        # key: a parameter, or a tuple of parameters for a grouped allreduce; value: (handle, ctx)
+        self._handles: Dict[object, tuple] = {}
+        self._grad_accs = []         # AccumulateGrad nodes: the hooks live as long as these do
+        self._hook_handles = []
+        self._requires_update = set()
+        self._update_order: List[torch.Tensor] = []
+        self._synchronized = False
+        self._should_synchronize = True
+
+        if groups is not None:
+            _validate_groups(groups)
+        self._groups = groups
+        self._p_to_group: Dict[torch.Tensor, Tuple[torch.Tensor, ...]] = {}
+        self._group_counts: Dict[Tuple[torch.Tensor, ...], int] = {}
+
+        elastic = '1' in (os.environ.get('KOROVOD_ELASTIC'), os.environ.get('HOROVOD_ELASTIC'))
+        if self.process_set.included() and (size() > 1 or elastic):
+            self._register_hooks()
+
+    def _name_parameters(self, named_parameters) -> Dict[torch.Tensor, str]:
+        if named_parameters is None:
+            named_parameters = [(f'allreduce.noname.{i}.{j}', p)
+                                for i, group in enumerate(self.param_groups)
+                                for j, p in enumerate(group['params'])]
+        else:
+            named_parameters = list(named_parameters)
+        if any(not isinstance(entry, tuple) for entry in named_parameters):
+            raise ValueError('named_parameters should be a sequence of tuples (name, parameter), '
+                             'usually produced by model.named_parameters().')
+        duplicated = _duplicates(name for name, _ in named_parameters)
+        if duplicated:
+            raise ValueError('Parameter names in named_parameters must be unique. '
+                             'Found duplicates: %s' % ', '.join(sorted(duplicated)))
+        named_ids = {id(p) for _, p in named_parameters}
+        unnamed = [p for group in self.param_groups for p in group['params']
+                   if id(p) not in named_ids]
+        if unnamed:
+            raise ValueError('named_parameters was specified, but one or more model parameters '
+                             'were not named. Python object ids: %s'
+                             % ', '.join(str(id(p)) for p in unnamed))
+        return {p: name for name, p in sorted(named_parameters, key=lambda entry: entry[0])}
+
+    @staticmethod
+    def find_duplicates(names) -> set:
+        return _duplicates(names)
+
+    def load_state_dict(self, *args, **kwargs):
+        self._reset_pending()
+        self._synchronized = False
+        self._should_synchronize = True
+        return super().load_state_dict(*args, **kwargs)
+
+    def set_backward_passes_per_step(self, passes: int) -> None:
+        self.backward_passes_per_step = passes
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = passes
+
+    def _reset_pending(self) -> None:
+        self._handles = {}
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        for group in self._group_counts:
+            self._group_counts[group] = 0
+
+    # ---- hooks -------------------------------------------------------------------------------
+
+    def _register_hooks(self) -> None:
+        trainable = [p for group in self.param_groups for p in group['params'] if p.requires_grad]
+        if self._groups is not None:
+            self._form_groups(trainable)
+        # The hooks see the optimizer through a weak reference: a discarded optimizer must not
+        # keep reducing (under the same names) the gradients of a model that a new one now owns.
+        optimizer_ref = weakref.ref(self)
+        for p in trainable:
+            if p in self._requires_update:
+                continue
+            self._requires_update.add(p)
+            self._update_order.append(p)
+            if _HAS_POST_ACCUMULATE_GRAD_HOOK:
+                self._hook_handles.append(
+                    p.register_post_accumulate_grad_hook(_post_accumulate_hook(optimizer_ref)))
+            else:
+                grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                grad_acc.register_hook(_grad_accumulator_hook(optimizer_ref, p))
+                self._grad_accs.append(grad_acc)
+        if self._hook_handles:
+            weakref.finalize(self, _remove_hooks, self._hook_handles)
+
+    def _form_groups(self, trainable: List[torch.Tensor]) -> None:
+        # Every rank must put the same parameters into the same group under the same name, so all
+        # take rank 0's order of the parameter names (as Horovod does).
+        from korovod.torch.functions import broadcast_object
+        names = [self._parameter_names.get(p) for p in trainable]
+        root_order = broadcast_object(names, root_rank=self._root_rank(),
+                                      name='DistributedOptimizer.groups',
+                                      process_set=self.process_set)
+        position = {name: index for index, name in enumerate(root_order)}
+        missing = [name for name in names if name not in position]
+        if missing:
+            raise ValueError('DistributedOptimizer groups: parameters %s are not trainable on '
+                             'rank 0' % ', '.join(map(str, missing)))
+        trainable = sorted(trainable, key=lambda p: position[self._parameter_names.get(p)])
+        if isinstance(self._groups, list):
+            trainable_ids = {id(p) for p in trainable}
+            chunks = [[p for p in group if id(p) in trainable_ids] for group in self._groups]
+            grouped = {id(p) for chunk in chunks for p in chunk}
+            chunks += [[p] for p in trainable if id(p) not in grouped]
+        else:
+            chunks = _split_evenly(trainable, self._groups)
+        for chunk in chunks:
+            if not chunk:
+                continue
+            group = tuple(chunk)
+            for p in group:
+                self._p_to_group[p] = group
+            self._group_counts[group] = 0
+
+    def _root_rank(self) -> int:
+        ranks = getattr(self.process_set, 'ranks', None)
+        return ranks[0] if ranks else 0
+
+    def _grad_ready(self, p: torch.Tensor) -> None:
+        """Runs once per parameter per backward pass: keep it short."""
+        delay = self._allreduce_delay.get(p)
+        if delay is None:  # not ours: a copy of a parameter (copy.deepcopy keeps tensor hooks)
+            return
+        if delay <= 0:
+            raise AssertionError(_TOO_MANY_PASSES)
+        delay -= 1
+        self._allreduce_delay[p] = delay
+        if delay > 0:
+            self._handles[p] = _NOT_REDUCED
+        elif self._groups is None:
+            self._handles[p] = self._allreduce_grad_async(p)
+        else:
+            group = self._p_to_group[p]
+            ready = self._group_counts[group] + 1
+            if ready < len(group):
+                self._group_counts[group] = ready
+                self._handles[p] = _NOT_REDUCED
+            else:
+                self._start_group(group)
+
+    # ---- allreduces --------------------------------------------------------------------------
+
+    def _scale_factors(self) -> Tuple[float, float]:
+        # For Average the runtime divides by the process set's size after the sum; the predivide
+        # factor moves part of that division in front of it.
+        if self.op == Average:
+            return 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
+        return 1.0, 1.0
+
+    def _gradient_of(self, p: torch.Tensor) -> torch.Tensor:
+        if p.grad is None:
+            # Unused here, but another rank may have a gradient for it: every rank must submit.
+            p.grad = torch.zeros(p.shape, dtype=p.dtype, device=p.device)
+        return p.grad
+
+    def _allreduce_grad_async(self, p: torch.Tensor):
+        name = self._parameter_names.get(p)
+        grad = self._gradient_of(p)
+        if grad.is_sparse:
+            if not self.sparse_as_dense:
+                return sparse_allreduce_async(grad, name=name, op=self.op,
+                                              process_set=self.process_set), None
+            grad = grad.to_dense()
+        compressed, ctx = self._compression.compress(grad)
+        prescale, postscale = self._scale_factors()
+        handle = allreduce_async_(compressed, name=name, op=self.op, prescale_factor=prescale,
+                                  postscale_factor=postscale, process_set=self.process_set)
+        return handle, ctx
+
+    def _start_group(self, group: Tuple[torch.Tensor, ...]) -> None:
+        self._group_counts[group] = 0
+        for p in group:
+            self._handles.pop(p, None)
+        self._handles[group] = self._grouped_allreduce_grad_async(group)
+
+    def _grouped_allreduce_grad_async(self, group: Tuple[torch.Tensor, ...]):
+        grads = []
+        for p in group:
+            grad = self._gradient_of(p)
+            if grad.is_sparse:
+                if not self.sparse_as_dense:
+                    raise ValueError('the sparse gradient of %s cannot join a grouped allreduce; '
+                                     'pass sparse_as_dense=True or leave it out of groups'
+                                     % self._parameter_names.get(p))
+                grad = grad.to_dense()
+            grads.append(grad)
+        compressed, ctxs = zip(*[self._compression.compress(grad) for grad in grads])
+        prescale, postscale = self._scale_factors()
+        handle = grouped_allreduce_async_(list(compressed), name=self._parameter_names.get(group[0]),
+                                          op=self.op, prescale_factor=prescale,
+                                          postscale_factor=postscale, process_set=self.process_set)
+        return handle, ctxs
+
+    def _start_missing(self) -> None:
+        """Submits what the hooks did not: parameters without a gradient on this rank, and
+        gradients whose backward_passes_per_step count was not reached."""
+        if self._groups is None:
+            for p in self._update_order:
+                if self._handles.get(p, _NOT_REDUCED)[0] is None:
+                    self._handles[p] = self._allreduce_grad_async(p)
+            return
+        for group in self._group_counts:
+            if group not in self._handles:
+                self._start_group(group)
+
+    def _write_gradient(self, p: torch.Tensor, output, ctx) -> None:
+        self._allreduce_delay[p] = self.backward_passes_per_step
+        if callable(output):  # sparse_allreduce_async's handle returns the reduced sparse tensor
+            p.grad = output()
+            return
+        reduced = self._compression.decompress(output, ctx)
+        if p.grad.is_sparse:
+            p.grad = reduced.to_sparse()  # sparse_as_dense: back to the layout the update expects
+        else:
+            p.grad.set_(reduced)
+
+    def synchronize(self) -> None:
+        if not self.process_set.included():
+            self._synchronized = True
+            return
+        try:
+            self._start_missing()
+            for key, (handle, ctx) in self._handles.items():
+                if isinstance(key, tuple):
+                    outputs = synchronize_handle(handle)
+                    for p, output, p_ctx in zip(key, outputs, ctx):
+                        self._write_gradient(p, output, p_ctx)
+                elif callable(handle):
+                    self._write_gradient(key, handle, ctx)
+                else:
+                    self._write_gradient(key, synchronize_handle(handle), ctx)
+        finally:
+            # After a failure too: the next step (or an elastic restore) starts from a clean slate.
+            self._reset_pending()
+        self._synchronized = True
+
+    @contextmanager
+    def skip_synchronize(self):
+        """step() inside this context does not synchronize; for use after an explicit
+        synchronize(), e.g. to clip the averaged gradients before the update."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn(_STEP_AFTER_SYNCHRONIZE)
+            self.synchronize()
+        self._synchronized = False
+        return super().step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if self._handles:
+            raise AssertionError(_ZERO_GRAD_PENDING)
+        return super().zero_grad(*args, **kwargs)
+
+
+def _post_accumulate_hook(optimizer_ref):
+    def hook(p):
+        optimizer = optimizer_ref()
+        if optimizer is not None:
+            optimizer._grad_ready(p)
+    return hook
+
+
+def _grad_accumulator_hook(optimizer_ref, p):
+    def hook(*_):
+        optimizer = optimizer_ref()
+        if optimizer is not None:
+            optimizer._grad_ready(p)
+    return hook
+
+
+def _remove_hooks(handles) -> None:
+    for handle in handles:
+        handle.remove()
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
+                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
+                         num_groups=0, groups=None, sparse_as_dense=False,
+                         process_set=global_process_set):
+    """Wraps ``optimizer`` so that each gradient is allreduced across ranks before the update.
+
+    The allreduces start during ``loss.backward()``, one per parameter as its gradient is
+    accumulated, and ``step()`` waits for them (``synchronize()``). To change the averaged
+    gradients before the update (clipping), call ``optimizer.synchronize()`` and then
+    ``optimizer.step()`` inside ``with optimizer.skip_synchronize():``.
+
+    Arguments (as horovod.torch.DistributedOptimizer):
+        optimizer: the torch.optim.Optimizer to wrap; the result is an instance of its class.
+        named_parameters: ``(name, parameter)`` pairs, usually ``model.named_parameters()``;
+            gradients are reduced as ``allreduce.<name>``. Names must be unique and cover every
+            parameter of the optimizer. Without them: ``allreduce.noname.<group>.<index>``.
+        compression: Compression.none, .fp16 or .bf16 for the data sent.
+        backward_passes_per_step: backward passes accumulated locally before one allreduce.
+        op: Average (default) or Sum. Adasum is not supported by korovod.
+        gradient_predivide_factor: with op=Average, gradients are scaled by 1/factor before the
+            sum and by factor/size after it.
+        num_groups: deprecated spelling of an integer ``groups``.
+        groups: an int n (parameters split into n grouped allreduces) or a list of lists of
+            parameters (each list one grouped allreduce; parameters in no list reduce alone).
+        sparse_as_dense: reduce sparse gradients as dense tensors.
+        process_set: reduce over this process set only (default: all ranks).
+    """
+    if op == Adasum:
+        raise NotImplementedError('op=Adasum is not supported by korovod yet: the runtime has no '
+                                  'Adasum reduction. Use op=Average or op=Sum.')
+    if gradient_predivide_factor != 1.0 and op != Average:
+        raise ValueError('gradient_predivide_factor not supported with op != Average')
+    if num_groups != 0:
+        warnings.warn('Parameter `num_groups` has been replaced by `groups` and will be removed '
+                      'in v0.23.0.', DeprecationWarning)
+        if groups is None:
+            groups = num_groups
+    if backward_passes_per_step <= 0:
+        raise ValueError('backward_passes_per_step must be > 0')
+    if isinstance(optimizer, _DistributedOptimizer):
+        raise ValueError('optimizer is already a DistributedOptimizer')
+
+    cls = type(optimizer.__class__.__name__, (_DistributedOptimizer, optimizer.__class__), {})
+    wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
+                  op, gradient_predivide_factor, groups, sparse_as_dense, process_set)
+    # The parameter groups are the wrapped optimizer's own dicts (shared, as in Horovod); share
+    # its state and constructor defaults too, so state loaded before wrapping is kept and
+    # add_param_group() fills in the user's hyper-parameters rather than the class defaults.
+    wrapped.state = optimizer.state
+    wrapped.defaults = optimizer.defaults
+    return wrapped
