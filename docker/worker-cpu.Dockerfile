@@ -76,6 +76,7 @@ COPY examples/pytorch/pytorch_digits.py examples/pytorch/pytorch_synthetic_bench
 RUN ldconfig \
  && /usr/sbin/sshd -t -f /etc/ssh/sshd_config \
  && korovod-bench --help >/dev/null \
+ && if [ -e /usr/local/bin/korovodrun ]; then korovodrun --help >/dev/null; fi \
  && if [ "${INSTALL_TORCH}" = "true" ]; then \
       /usr/bin/python3 -c 'import korovod.torch' \
       && pytorch_digits.py --help >/dev/null && pytorch_synthetic_benchmark.py --help >/dev/null; \

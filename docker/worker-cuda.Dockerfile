@@ -92,6 +92,7 @@ RUN ldconfig \
  && ldconfig -p | grep -q 'libnccl\.so\.2' \
  && /usr/sbin/sshd -t -f /etc/ssh/sshd_config \
  && ! ldd /usr/local/bin/korovod-bench | grep -v 'libcuda\.so' | grep 'not found' \
+ && if [ -e /usr/local/bin/korovodrun ]; then korovodrun --help >/dev/null; fi \
  && if [ "${INSTALL_TORCH}" = "true" ]; then \
       /usr/bin/python3 -c 'import korovod.torch' \
       && pytorch_digits.py --help >/dev/null && pytorch_synthetic_benchmark.py --help >/dev/null; \
