@@ -1,0 +1,124 @@
+#include "cli.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iterator>
+#include <sstream>
+
+#include "korovod/status.h"
+
+namespace korovod::launcher {
+namespace {
+
+constexpr int kUsageError = 2;
+
+const char* const kDescription =
+    "korovodrun: start a korovod (Horovod-compatible) job, as horovodrun does.\n"
+    "usage: korovodrun -np N [-H host:slots,... | --hostfile F] [options] COMMAND [ARGS...]\n"
+    "Default (--tcp): korovodrun starts the ranks itself (local processes, ssh for other hosts) and\n"
+    "hosts their rendezvous store; every output line is prefixed [<rank>]<stdout>: or [<rank>]<stderr>:.\n"
+    "--mpi: runs the job under Open MPI's mpirun instead. See docs/korovodrun.md.\n";
+
+std::string long_name_of(const std::string& arg) {
+  if (arg == "-np") return "--num-proc";
+  if (arg == "-cb") return "--check-build";
+  if (arg == "-hostfile") return "--hostfile";
+  return arg;
+}
+
+struct RawFlags {
+  std::vector<std::string> interface_each;   // --network-interface, repeatable
+  std::string interface_list;                // --network-interfaces a,b
+  bool mpi = false, tcp = false;
+};
+
+void define_flags(CLI::App& app, LaunchOptions& o, RawFlags& raw) {
+  app.add_option("--num-proc", o.num_proc, "-np N: number of ranks (processes) to start")->check(CLI::PositiveNumber);
+  app.add_flag("--check-build", o.check_build, "-cb: print what korovod was built with, then exit");
+  auto* hosts = app.add_option("-H,--hosts", o.hosts, "hosts and their slots: host:slots,host2:slots (default localhost:N)");
+  auto* hostfile = app.add_option("--hostfile", o.hostfile, "-hostfile F: lines 'host slots=N' or 'host:N'");
+  hosts->excludes(hostfile);
+  app.add_option("-p,--ssh-port", o.ssh_port, "ssh port on every host")->check(CLI::Range(1, 65535));
+  app.add_option("-i,--ssh-identity-file", o.ssh_identity_file, "ssh private key for every host");
+  app.add_option("--network-interface", raw.interface_each,
+                 "interface the ranks talk over (KOROVOD_IFACE, NCCL_SOCKET_IFNAME; mpirun: btl_tcp_if_include); "
+                 "repeatable")
+      ->allow_extra_args(false);
+  app.add_option("--network-interfaces", raw.interface_list, "the same, as a comma-separated list");
+  app.add_option("--start-timeout", o.start_timeout_seconds,
+                 "seconds for every rank to reach the rendezvous and for ssh to connect (HOROVOD_START_TIMEOUT)")
+      ->check(CLI::PositiveNumber);
+  auto* timeline = app.add_option("--timeline-filename", o.timeline_filename, "rank 0 writes a Chrome trace here");
+  app.add_flag("--timeline-mark-cycles", o.timeline_mark_cycles, "mark each negotiation cycle in the timeline")
+      ->needs(timeline);
+  auto* autotune = app.add_flag("--autotune", o.autotune, "tune fusion threshold and cycle time online");
+  app.add_option("--autotune-log-file", o.autotune_log_file, "CSV of the autotune samples")->needs(autotune);
+  app.add_option("--cycle-time-ms", o.cycle_time_ms, "ms between negotiation cycles (HOROVOD_CYCLE_TIME)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--fusion-threshold-mb", o.fusion_threshold_mb, "fusion buffer MiB; 0 disables fusion")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--verbose", o.verbose, "print each rank's command, the store's address and every exit; "
+                                       "ranks log at DEBUG");
+  auto* mpi = app.add_flag("--mpi", raw.mpi, "run under Open MPI's mpirun (horovodrun --mpi)");
+  auto* tcp = app.add_flag("--tcp,--gloo", raw.tcp, "korovodrun starts the ranks and hosts the store (the default)");
+  mpi->excludes(tcp);
+}
+
+// Everything after the flags, as the user wrote it: the rewritten spellings must not reach the
+// command (`python train.py -np 3` keeps its -np).
+Result<std::vector<std::string>> command_part(const std::vector<std::string>& original, size_t remaining) {
+  std::vector<std::string> command(original.end() - static_cast<std::ptrdiff_t>(remaining), original.end());
+  if (!command.empty() && command.front() == "--") {
+    command.erase(command.begin());
+  } else if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-') {
+    return Status::invalid_argument(fmt::format("unknown flag {} (see --help)", command.front()));
+  }
+  return command;
+}
+
+Status finish_options(LaunchOptions& o, RawFlags& raw) {
+  o.network_interfaces = raw.interface_each;
+  std::stringstream list(raw.interface_list);
+  for (std::string name; std::getline(list, name, ',');) {
+    if (!name.empty()) o.network_interfaces.push_back(name);
+  }
+  o.controller = raw.mpi ? Controller::kMpi : Controller::kTcp;
+  if (o.check_build) return Status::ok();  // horovodrun -cb needs nothing else
+  if (o.num_proc < 1) return Status::invalid_argument("-np N is required");
+  if (o.command.empty()) return Status::invalid_argument("no command given (korovodrun -np N [options] COMMAND...)");
+  return Status::ok();
+}
+
+}  // namespace
+
+ParsedCommandLine parse_command_line(const std::vector<std::string>& args) {
+  ParsedCommandLine parsed;
+  RawFlags raw;
+  CLI::App app{kDescription, "korovodrun"};
+  define_flags(app, parsed.options, raw);
+  app.prefix_command();
+  std::vector<std::string> reversed;  // CLI11 takes a vector in reverse order
+  std::transform(args.rbegin(), args.rend(), std::back_inserter(reversed), long_name_of);
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    parsed.exit_code = code == 0 ? 0 : kUsageError;
+    return parsed;
+  }
+  Result<std::vector<std::string>> command = command_part(args, app.remaining_size());
+  Status s = command.is_ok() ? Status::ok() : command.status();
+  if (s.is_ok()) {
+    parsed.options.command = std::move(command).value();
+    s = finish_options(parsed.options, raw);
+  }
+  if (!s.is_ok()) {
+    fmt::print(stderr, "korovodrun: {}\n", s.message());
+    parsed.exit_code = kUsageError;
+  }
+  return parsed;
+}
+
+}  // namespace korovod::launcher

@@ -1,0 +1,35 @@
+// What korovodrun was asked to do: its flags, read once (cli.h), with horovodrun's meanings.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace korovod::launcher {
+
+enum class Controller {
+  kTcp,  // korovodrun starts the ranks and hosts the rendezvous store (horovodrun --gloo)
+  kMpi,  // korovodrun execs mpirun (horovodrun --mpi)
+};
+
+struct LaunchOptions {
+  int num_proc = 0;                 // -np
+  std::string hosts;                // -H host:slots,...
+  std::string hostfile;             // --hostfile
+  std::optional<int> ssh_port;      // -p
+  std::string ssh_identity_file;    // -i
+  std::vector<std::string> network_interfaces;  // --network-interface(s); the first one is used
+  std::optional<int> start_timeout_seconds;     // --start-timeout
+  std::string timeline_filename;
+  bool timeline_mark_cycles = false;
+  bool autotune = false;
+  std::string autotune_log_file;
+  std::optional<double> cycle_time_ms;
+  std::optional<int> fusion_threshold_mb;
+  bool verbose = false;
+  Controller controller = Controller::kTcp;
+  bool check_build = false;
+  std::vector<std::string> command;
+};
+
+}  // namespace korovod::launcher

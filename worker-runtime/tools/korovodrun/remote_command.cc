@@ -1,0 +1,38 @@
+#include "remote_command.h"
+
+#include <fmt/format.h>
+
+#include "rank_env.h"
+
+namespace korovod::launcher {
+
+std::string remote_rank_script(const std::vector<std::string>& command, const EnvMap& env, const std::string& cwd,
+                               int grace_seconds) {
+  std::string rank = "env";
+  for (const auto& [name, value] : env) {
+    if (is_exportable(name)) rank += fmt::format(" {}={}", name, shell_quote(value));
+  }
+  for (const std::string& word : command) rank += " " + shell_quote(word);
+  // $0 of the watcher is the rank's pid, which setsid made its process group id.
+  const std::string watcher =
+      fmt::format("cat >/dev/null; kill -TERM -$0 2>/dev/null; sleep {}; kill -KILL -$0 2>/dev/null", grace_seconds);
+  return fmt::format(
+      "cd {} >/dev/null 2>&1; exec 3<&0 </dev/null; "
+      "setsid {} 3<&- & p=$!; "
+      "setsid sh -c {} $p <&3 >/dev/null 2>&1 & w=$!; exec 3<&-; "
+      "wait $p; rc=$?; kill -KILL -$p -$w 2>/dev/null; exit $rc",
+      shell_quote(cwd), rank, shell_quote(watcher));
+}
+
+std::vector<std::string> ssh_command(const std::string& host, const SshOptions& o, const std::string& script) {
+  std::vector<std::string> argv{"ssh", "-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no",
+                                "-o", "BatchMode=yes"};
+  if (o.connect_timeout) argv.insert(argv.end(), {"-o", fmt::format("ConnectTimeout={}", *o.connect_timeout)});
+  if (o.port) argv.insert(argv.end(), {"-p", std::to_string(*o.port)});
+  if (!o.identity_file.empty()) argv.insert(argv.end(), {"-i", o.identity_file});
+  argv.push_back(host);
+  argv.push_back(script);
+  return argv;
+}
+
+}  // namespace korovod::launcher

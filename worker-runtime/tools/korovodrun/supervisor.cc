@@ -1,0 +1,230 @@
+#include "supervisor.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "job_signals.h"
+#include "rank_env.h"
+
+namespace korovod::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct RankState {
+  RankState(const RankLaunch& l, OutputSink& sink)
+      : launch(l), out(l.rank, Stream::kStdout, sink), err(l.rank, Stream::kStderr, sink) {}
+  const RankLaunch& launch;
+  ChildProcess child;
+  bool started = false;
+  std::optional<int> exit_code;
+  std::optional<Clock::time_point> kill_at;  // SIGKILL then, while ending the job
+  LinePrefixer out, err;
+  bool running() const { return started && !exit_code; }
+};
+
+std::string quoted_command(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const std::string& a : argv) s += (s.empty() ? "" : " ") + shell_quote(a);
+  return s;
+}
+
+class Job {
+ public:
+  Job(const std::vector<RankLaunch>& launches, OutputSink& sink, const SupervisorOptions& options)
+      : sink_(sink), options_(options) {
+    for (const RankLaunch& l : launches) ranks_.push_back(std::make_unique<RankState>(l, sink));
+  }
+
+  int run() {
+    Result<JobSignalFd> signals = JobSignalFd::open();
+    if (!signals.is_ok()) {
+      say(sink_, signals.status().message());
+      return 1;
+    }
+    start_all();
+    while (!finished()) {
+      wait_for_events(*signals);
+      handle_signals(*signals);
+      reap();
+      kill_overdue();
+    }
+    for (auto& r : ranks_) close_output(*r);
+    if (stop_signal_) return 128 + *stop_signal_;
+    return first_failure_code_.value_or(0);
+  }
+
+ private:
+  void start_all() {
+    for (auto& r : ranks_) {
+      if (ending_) return;
+      if (options_.verbose) {
+        say(sink_, fmt::format("rank {} on {}: {}", r->launch.rank, r->launch.host, quoted_command(r->launch.process.argv)));
+      }
+      Result<ChildProcess> child = spawn_process(r->launch.process);
+      if (!child.is_ok()) {
+        say(sink_, fmt::format("rank {} on {}: {}", r->launch.rank, r->launch.host, child.status().message()));
+        first_failure_code_ = 127;  // the shell's code for a command that cannot run
+        end_job();
+        return;
+      }
+      r->child = std::move(child).value();
+      r->started = true;
+    }
+  }
+
+  bool finished() {
+    const bool any_running = std::any_of(ranks_.begin(), ranks_.end(), [](auto& r) { return r->running(); });
+    if (any_running) return false;
+    if (!drain_until_) drain_until_ = Clock::now() + options_.drain;
+    const bool output_open = std::any_of(ranks_.begin(), ranks_.end(),
+                                         [](auto& r) { return r->child.out.valid() || r->child.err.valid(); });
+    return !output_open || Clock::now() >= *drain_until_;
+  }
+
+  void wait_for_events(JobSignalFd& signals) {
+    std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
+    std::vector<std::pair<RankState*, Stream>> owners{{nullptr, Stream::kStdout}};
+    for (auto& r : ranks_) {
+      if (r->child.out.valid()) {
+        fds.push_back({r->child.out.get(), POLLIN, 0});
+        owners.push_back({r.get(), Stream::kStdout});
+      }
+      if (r->child.err.valid()) {
+        fds.push_back({r->child.err.get(), POLLIN, 0});
+        owners.push_back({r.get(), Stream::kStderr});
+      }
+    }
+    if (::poll(fds.data(), fds.size(), poll_timeout_ms()) <= 0) return;
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) read_output(*owners[i].first, owners[i].second);
+    }
+  }
+
+  // Until the next deadline (a SIGKILL due, the end of draining); a rank ending wakes poll()
+  // through SIGCHLD on the signalfd.
+  int poll_timeout_ms() const {
+    std::optional<Clock::time_point> next = drain_until_;
+    for (const auto& r : ranks_) {
+      if (r->running() && r->kill_at && (!next || *r->kill_at < *next)) next = r->kill_at;
+    }
+    if (!next) return -1;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now()).count();
+    return static_cast<int>(std::clamp<int64_t>(left, 0, 60'000));
+  }
+
+  void read_output(RankState& r, Stream stream) {
+    tcp::Fd& fd = stream == Stream::kStdout ? r.child.out : r.child.err;
+    char buf[65536];
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) {
+      (stream == Stream::kStdout ? r.out : r.err).finish();
+      fd.reset();
+      return;
+    }
+    (stream == Stream::kStdout ? r.out : r.err).feed(std::string_view(buf, static_cast<size_t>(n)));
+  }
+
+  void close_output(RankState& r) {
+    if (r.child.out.valid()) r.out.finish();
+    if (r.child.err.valid()) r.err.finish();
+    r.child.out.reset();
+    r.child.err.reset();
+  }
+
+  void handle_signals(JobSignalFd& signals) {
+    while (std::optional<int> sig = signals.next()) {
+      if (*sig == SIGCHLD) continue;  // reap() looks at every rank after each wake-up anyway
+      if (!stop_signal_) {
+        stop_signal_ = *sig;
+        const char* name = sigabbrev_np(*sig);
+        say(sink_, fmt::format("got SIG{}: ending every rank", name ? name : std::to_string(*sig)));
+        end_job();
+      } else {
+        say(sink_, "got a second signal: killing every rank now");
+        for (auto& r : ranks_) r->kill_at = Clock::now();
+      }
+    }
+  }
+
+  void reap() {
+    for (auto& r : ranks_) {
+      if (!r->running()) continue;
+      siginfo_t info{};
+      if (waitid(P_PID, static_cast<id_t>(r->child.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+          info.si_pid != r->child.pid) {
+        continue;
+      }
+      // Whatever the rank left running in its group goes with it; killed before the rank is
+      // reaped, while its pid (the group's id) cannot have been reused.
+      kill(-r->child.pid, SIGKILL);
+      int status = 0;
+      while (waitpid(r->child.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      r->exit_code = exit_code_from_wait_status(status);
+      r->child.in.reset();
+      on_rank_exit(*r);
+    }
+  }
+
+  void on_rank_exit(const RankState& r) {
+    const int code = *r.exit_code;
+    if (options_.verbose) say(sink_, fmt::format("rank {} on {} exited with code {}", r.launch.rank, r.launch.host, code));
+    if (code == 0 || first_failure_code_ || stop_signal_) return;
+    first_failure_code_ = code;
+    say(sink_, fmt::format("rank {} on {} exited with code {}: ending the other ranks", r.launch.rank, r.launch.host, code));
+    end_job();
+  }
+
+  void end_job() {
+    if (ending_) return;
+    ending_ = true;
+    const auto now = Clock::now();
+    for (auto& r : ranks_) {
+      if (!r->running()) continue;
+      if (r->launch.remote) {
+        r->child.in.reset();  // end of file for the remote watcher
+        r->kill_at = now + options_.grace + SupervisorOptions::kRemoteMargin;
+      } else {
+        kill(-r->child.pid, SIGTERM);
+        r->kill_at = now + options_.grace;
+      }
+    }
+  }
+
+  void kill_overdue() {
+    const auto now = Clock::now();
+    for (auto& r : ranks_) {
+      if (r->running() && r->kill_at && *r->kill_at <= now) {
+        kill(-r->child.pid, SIGKILL);
+        r->kill_at.reset();
+      }
+    }
+  }
+
+  OutputSink& sink_;
+  const SupervisorOptions& options_;
+  std::vector<std::unique_ptr<RankState>> ranks_;
+  bool ending_ = false;
+  std::optional<int> stop_signal_;
+  std::optional<int> first_failure_code_;
+  std::optional<Clock::time_point> drain_until_;
+};
+
+}  // namespace
+
+int supervise(const std::vector<RankLaunch>& ranks, OutputSink& sink, const SupervisorOptions& options) {
+  return Job(ranks, sink, options).run();
+}
+
+}  // namespace korovod::launcher
