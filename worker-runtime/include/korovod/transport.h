@@ -79,6 +79,15 @@ class Backend {
                                       DataType dtype, ReduceOp op, double prescale, double postscale);
   virtual Status copy(void* dst, const void* src, int64_t bytes);
 
+  // Optional: one allreduce over the tensors of a fused response, each read from its input and
+  // written to its output in place rather than packed into and out of the fusion buffer:
+  // recvs[i] = postscale * op(sends[i] of every rank), counts[i] elements each (recvs[i] may be
+  // sends[i]); the same fused layout on every member. A host backend that offers it returns
+  // true from allreduce_many_offered(); the default offers nothing and refuses.
+  virtual bool allreduce_many_offered() const { return false; }
+  virtual Status allreduce_many(const std::vector<const void*>& sends, const std::vector<void*>& recvs,
+                                const std::vector<int64_t>& counts, DataType dtype, ReduceOp op, double postscale);
+
   // Optional: the negotiation's bit-vector allreduce (ControlChannel::allreduce_bits) on this
   // data plane, for vectors of up to this many words; 0 = not offered (the default). Shared
   // memory offers it: a few cache lines instead of a control-plane collective per cycle. Same

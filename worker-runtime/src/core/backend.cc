@@ -18,6 +18,12 @@ Status Backend::reducescatter_scaled(const void*, void*, const std::vector<int64
       fmt::format("the {} backend runs no device tensors (reducescatter of {})", name(), dtype_name(dtype)));
 }
 
+Status Backend::allreduce_many(const std::vector<const void*>& sends, const std::vector<void*>&,
+                               const std::vector<int64_t>&, DataType dtype, ReduceOp, double) {
+  return Status::invalid_argument(fmt::format("the {} backend offers no allreduce of many tensors in place "
+                                              "({} tensors of {})", name(), sends.size(), dtype_name(dtype)));
+}
+
 Status Backend::allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp) {
   return Status::invalid_argument(
       fmt::format("the {} backend offers no bit-vector allreduce ({} words asked)", name(), bits.size()));

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "../dtype_values.h"
+#include "kernels/kernels.h"
 #include "transport/mpi/mpi_providers.h"
 
 namespace korovod::mpitest {
@@ -109,6 +110,48 @@ void check_reductions(Backend& under_test, Backend& reference, Checker& c, const
         MPI_CHECK(c, same_everywhere(got), "{} allreduce {} {} n={}: ranks differ", name, dtype_name(t),
                   reduce_op_name(op), n);
         check_reducescatter(under_test, reference, c, in, n, t, op, rank, size);
+      }
+    }
+  }
+}
+
+void check_allreduce_many(Backend& under_test, Backend& reference, Checker& c, const std::vector<int64_t>& counts,
+                          int rank) {
+  constexpr DataType kTypes[] = {DataType::kUInt8, DataType::kInt32,   DataType::kInt64,   DataType::kFloat16,
+                                 DataType::kFloat32, DataType::kFloat64, DataType::kBool, DataType::kBFloat16};
+  constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
+  const std::string name = under_test.name();
+  if (!MPI_CHECK(c, under_test.allreduce_many_offered(), "{} does not offer allreduce_many", name)) return;
+  const size_t n = counts.size();
+  for (DataType t : kTypes) {
+    for (ReduceOp op : kOps) {
+      for (double post : {1.0, 0.5}) {
+        std::vector<Bytes> in(n), want(n), got(n), inplace(n);
+        std::vector<const void*> sends(n), inplace_sends(n);
+        std::vector<void*> recvs(n), inplace_recvs(n);
+        bool ref_ok = true;
+        for (size_t i = 0; i < n; ++i) {
+          in[i] = input(t, op, rank, counts[i], static_cast<int>(i));
+          want[i] = got[i] = Bytes(in[i].size());
+          inplace[i] = in[i];
+          ref_ok = reference.allreduce(in[i].data(), want[i].data(), counts[i], t, op).is_ok() && ref_ok;
+          if (post != 1.0) kernels::scale(t, want[i].data(), counts[i], post);
+          sends[i] = in[i].data();
+          recvs[i] = got[i].data();
+          inplace_sends[i] = inplace_recvs[i] = inplace[i].data();
+        }
+        Status su = under_test.allreduce_many(sends, recvs, counts, t, op, post);
+        Status si = under_test.allreduce_many(inplace_sends, inplace_recvs, counts, t, op, post);
+        const std::string what = fmt::format("{} allreduce_many {} {} postscale {} of {} tensors", name,
+                                             dtype_name(t), reduce_op_name(op), post, n);
+        MPI_CHECK(c, ref_ok && su.is_ok() && si.is_ok(), "{}: {} {}", what, su.to_string(), si.to_string());
+        bool equal = true, same = true;
+        for (size_t i = 0; i < n; ++i) {
+          equal = equal && got[i] == want[i] && inplace[i] == want[i];
+          same = same_everywhere(got[i]) && same;
+        }
+        MPI_CHECK(c, equal, "{}: differs from MPI's allreduce of each tensor", what);
+        MPI_CHECK(c, same, "{}: ranks differ", what);
       }
     }
   }

@@ -65,6 +65,12 @@ using SizesFor = std::function<std::vector<int64_t>(DataType)>;
 void check_reductions(Backend& under_test, Backend& reference, Checker& c, const SizesFor& sizes_for, int rank,
                       int size);
 
+// allreduce_many (a backend that offers it): tensors of `counts` elements, some empty, end to end
+// across the backend's rounds, out of place and in place, postscale 1 and 0.5, against the
+// reference's allreduce of each tensor followed by kernels::scale; every dtype x op.
+void check_allreduce_many(Backend& under_test, Backend& reference, Checker& c, const std::vector<int64_t>& counts,
+                          int rank);
+
 // allgatherv, broadcast from every root, alltoallv and barrier for each n in `sizes` (bytes).
 void check_copies(Backend& under_test, Backend& reference, Checker& c, const std::vector<int64_t>& sizes, int rank,
                   int size);

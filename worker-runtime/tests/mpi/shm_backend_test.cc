@@ -4,7 +4,8 @@
 // than the whole ring) with a deliberately small ring (4 KiB slots x 4) so every pipeline path
 // runs, then the default geometry once; results must be bitwise equal to MPI's (inputs are small
 // integers, exact in every dtype) and bitwise identical on all ranks.
-// Also the bit-vector allreduce the negotiation runs on shared memory (shm_control_check.h).
+// Also the bit-vector allreduce the negotiation runs on shared memory (shm_control_check.h) and
+// allreduce_many, the fused response's tensors reduced in place.
 //   --stuck   the last rank stays away (alive) for longer than a 1 s wait bound: the others'
 //             allreduce_bits must give up after about 1 s (SHM-STUCK-OK).
 //   --crash   the last rank is SIGKILLed by a timer thread while everyone loops over large
@@ -81,12 +82,17 @@ int main(int argc, char** argv) {
   check_reductions(*b.under_test, *b.reference, c, sizes_for(small), rank, size);
   check_copies(*b.under_test, *b.reference, c, copy_sizes(small), rank, size);
   check_bits_allreduce(*b.under_test, *b.reference, c, rank);
+  // A fused response's tensors in place: one hop (small total), and rounds of the small ring
+  // whose shares start and end inside tensors, with empty tensors among them.
+  check_allreduce_many(*b.under_test, *b.reference, c, {3, 0, 17, 1}, rank);
+  check_allreduce_many(*b.under_test, *b.reference, c, {1027, 0, 5, 2500, 1, 0, 3001}, rank);
   // Slots written with streaming stores (KOROVOD_SHM_SLOT_STORES=streaming): every reduction.
   shm::Geometry streamed = small;
   streamed.slot_stores = shm::SlotStores::kStreaming;
   BackendPair st = make_shm_backends(mpi.context(), streamed, 2, size);
   if (MPI_CHECK(c, st.under_test && st.reference, "streaming-slot shm backend: {}", st.error)) {
     check_reductions(*st.under_test, *st.reference, c, sizes_for(streamed), rank, size);
+    check_allreduce_many(*st.under_test, *st.reference, c, {1027, 0, 5, 2500, 1, 0, 3001}, rank);
   }
   // The default geometry, on a buffer larger than its ring.
   BackendPair d = make_shm_backends(mpi.context(), shm::Geometry{}, 1, size);

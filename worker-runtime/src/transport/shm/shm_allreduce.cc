@@ -1,5 +1,7 @@
 // Reductions on the shared-memory rings: allreduce (one hop / pipelined reduce-scatter +
 // allgather) and reducescatter.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -67,7 +69,7 @@ Status ShmBackend::usable() const {
 
 void ShmBackend::reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std::byte* dst2,
                                 const std::vector<const std::byte*>& srcs, int64_t count, bool stream_dst,
-                                bool stream_dst2) {
+                                bool stream_dst2, double scale) {
   const int64_t elem = element_size(dtype);
   if (is_half(dtype)) {
     const bool bf = dtype == DataType::kBFloat16;
@@ -81,6 +83,7 @@ void ShmBackend::reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std
         kernels::reduce_into(DataType::kFloat32, op, wide_a_.data(), wide_b_.data(), n);
       }
       narrow(wide_a_.data(), reinterpret_cast<uint16_t*>(dst) + s, n);
+      if (scale != 1.0) kernels::scale(dtype, dst + s * elem, n, scale);
       if (dst2 && stream_dst2) {
         stream_copy(dst2 + s * elem, dst + s * elem, n * elem);
       } else if (dst2) {
@@ -95,6 +98,7 @@ void ShmBackend::reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std
     const size_t bytes = static_cast<size_t>(n * elem);
     std::memcpy(block_.data(), srcs[0] + s * elem, bytes);
     for (size_t j = 1; j < srcs.size(); ++j) kernels::reduce_into(dtype, op, block_.data(), srcs[j] + s * elem, n);
+    if (scale != 1.0) kernels::scale(dtype, block_.data(), n, scale);
     if (stream_dst) {
       stream_copy(dst + s * elem, block_.data(), static_cast<int64_t>(bytes));
     } else {
@@ -110,60 +114,93 @@ void ShmBackend::reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std
 
 Status ShmBackend::allreduce(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op) {
   KOROVOD_RETURN_IF_ERROR(usable());
-  const auto* s = static_cast<const std::byte*>(send);
-  auto* r = static_cast<std::byte*>(recv);
-  const int64_t bytes = count * element_size(dtype);
   if (count == 0) return Status::ok();
   if (size_ == 1) {
-    if (s != r) std::memcpy(r, s, static_cast<size_t>(bytes));
+    if (send != recv) std::memcpy(recv, send, static_cast<size_t>(count * element_size(dtype)));
     return Status::ok();
   }
-  if (bytes <= std::min<int64_t>(kOneHopBytes, static_cast<int64_t>(group_->geometry().slot_bytes))) {
-    return one_hop_allreduce(s, r, count, dtype, op);
-  }
-  return ring_allreduce(s, r, count, dtype, op);
+  const void* sends[1] = {send};
+  void* recvs[1] = {recv};
+  const int64_t ends[1] = {count};
+  return allreduce_layout(Layout{sends, recvs, ends, 1, element_size(dtype)}, dtype, op, 1.0);
 }
 
-Status ShmBackend::one_hop_allreduce(const std::byte* send, std::byte* recv, int64_t count, DataType dtype,
-                                     ReduceOp op) {
+Status ShmBackend::allreduce_many(const std::vector<const void*>& sends, const std::vector<void*>& recvs,
+                                  const std::vector<int64_t>& counts, DataType dtype, ReduceOp op, double postscale) {
+  KOROVOD_RETURN_IF_ERROR(usable());
+  if (sends.size() != counts.size() || recvs.size() != counts.size()) {
+    return Status::invalid_argument(fmt::format("shared-memory allreduce of many tensors: {} inputs, {} outputs, {} counts",
+                                                sends.size(), recvs.size(), counts.size()));
+  }
+  const int64_t elem = element_size(dtype);
+  ends_.resize(counts.size());
+  int64_t total = 0;
+  for (size_t i = 0; i < counts.size(); ++i) ends_[i] = total += counts[i];
+  if (total == 0) return Status::ok();
+  if (size_ == 1) {
+    for (size_t i = 0; i < counts.size(); ++i) {
+      if (sends[i] != recvs[i]) std::memcpy(recvs[i], sends[i], static_cast<size_t>(counts[i] * elem));
+      if (postscale != 1.0) kernels::scale(dtype, recvs[i], counts[i], postscale);
+    }
+    return Status::ok();
+  }
+  return allreduce_layout(Layout{sends.data(), recvs.data(), ends_.data(), counts.size(), elem}, dtype, op, postscale);
+}
+
+Status ShmBackend::allreduce_layout(const Layout& layout, DataType dtype, ReduceOp op, double postscale) {
+  const int64_t bytes = layout.count() * layout.elem;
+  if (bytes <= std::min<int64_t>(kOneHopBytes, static_cast<int64_t>(group_->geometry().slot_bytes))) {
+    return one_hop_allreduce(layout, dtype, op, postscale);
+  }
+  return ring_allreduce(layout, dtype, op, postscale);
+}
+
+Status ShmBackend::one_hop_allreduce(const Layout& layout, DataType dtype, ReduceOp op, double postscale) {
   Group& g = *group_;
+  const int64_t elem = layout.elem;
   const uint64_t k = round_++;
   KOROVOD_RETURN_IF_ERROR(g.acquire_slot(k));
-  std::memcpy(g.slot(rank_, k), send, static_cast<size_t>(count * element_size(dtype)));
+  std::byte* mine = g.slot(rank_, k);
+  layout.for_range(0, layout.count(), [&](const std::byte* send, std::byte*, int64_t at, int64_t n) {
+    std::memcpy(mine + at * elem, send, static_cast<size_t>(n * elem));
+  });
   g.post(Counter::kPosted, k + 1);
   KOROVOD_RETURN_IF_ERROR(g.wait_all(Counter::kPosted, k + 1));
   // Every rank reduces the same slots in the same order: bitwise-identical results. No source
   // aliases recv (send was copied into this rank's slot), so 32/64-bit types reduce straight
   // into recv: one pass fewer than reduce_sources' block.
   if (!is_half(dtype)) {
-    const size_t bytes = static_cast<size_t>(count * element_size(dtype));
-    std::memcpy(recv, g.slot(0, k), bytes);
-    for (int j = 1; j < size_; ++j) kernels::reduce_into(dtype, op, recv, g.slot(j, k), count);
+    layout.for_range(0, layout.count(), [&](const std::byte*, std::byte* recv, int64_t at, int64_t n) {
+      std::memcpy(recv, g.slot(0, k) + at * elem, static_cast<size_t>(n * elem));
+      for (int j = 1; j < size_; ++j) kernels::reduce_into(dtype, op, recv, g.slot(j, k) + at * elem, n);
+      if (postscale != 1.0) kernels::scale(dtype, recv, n, postscale);
+    });
     g.post(Counter::kConsumed, k + 1);
     return Status::ok();
   }
-  for (int j = 0; j < size_; ++j) srcs_[j] = g.slot(j, k);
-  reduce_sources(dtype, op, recv, nullptr, srcs_, count);
+  layout.for_range(0, layout.count(), [&](const std::byte*, std::byte* recv, int64_t at, int64_t n) {
+    for (int j = 0; j < size_; ++j) srcs_[j] = g.slot(j, k) + at * elem;
+    reduce_sources(dtype, op, recv, nullptr, srcs_, n, false, false, postscale);
+  });
   g.post(Counter::kConsumed, k + 1);
   return Status::ok();
 }
 
-Status ShmBackend::ring_allreduce(const std::byte* send, std::byte* recv, int64_t count, DataType dtype,
-                                  ReduceOp op) {
-  const int64_t bytes = count * element_size(dtype);
+Status ShmBackend::ring_allreduce(const Layout& layout, DataType dtype, ReduceOp op, double postscale) {
+  const int64_t bytes = layout.count() * layout.elem;
   const SlotStores mode = group_->geometry().slot_stores;
-  if (mode != SlotStores::kAuto) return ring_rounds(send, recv, count, dtype, op, mode == SlotStores::kStreaming);
-  if (bytes < kChooseStoresBytes) return ring_rounds(send, recv, count, dtype, op, false);
+  if (mode != SlotStores::kAuto) return ring_rounds(layout, dtype, op, mode == SlotStores::kStreaming, postscale);
+  if (bytes < kChooseStoresBytes) return ring_rounds(layout, dtype, op, false, postscale);
   // Measured calls: the way follows StoreChooser's schedule on every rank; which way is favoured
   // comes from rank 0's measurements, published as one bit per size class in its kStores word.
   const int size_class = StoreChooser::size_class(bytes);
   if (rank_ != 0) {
     const bool favoured = (group_->peer_word(0, Counter::kStores) >> size_class) & 1;
-    return ring_rounds(send, recv, count, dtype, op, stores_.streaming(bytes, favoured));
+    return ring_rounds(layout, dtype, op, stores_.streaming(bytes, favoured), postscale);
   }
   const bool streaming = stores_.streaming(bytes);
   const auto start = std::chrono::steady_clock::now();
-  Status st = ring_rounds(send, recv, count, dtype, op, streaming);
+  Status st = ring_rounds(layout, dtype, op, streaming, postscale);
   stores_.report(streaming, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), bytes);
   const uint64_t bit = uint64_t{1} << size_class;
   favoured_mask_ = stores_.favoured(bytes) ? favoured_mask_ | bit : favoured_mask_ & ~bit;
@@ -171,10 +208,11 @@ Status ShmBackend::ring_allreduce(const std::byte* send, std::byte* recv, int64_
   return st;
 }
 
-Status ShmBackend::ring_rounds(const std::byte* send, std::byte* recv, int64_t count, DataType dtype, ReduceOp op,
-                               bool stream_slots) {
+Status ShmBackend::ring_rounds(const Layout& layout, DataType dtype, ReduceOp op, bool stream_slots,
+                               double postscale) {
   Group& g = *group_;
-  const int64_t elem = element_size(dtype);
+  const int64_t elem = layout.elem;
+  const int64_t count = layout.count();
   const int64_t per_round = chunk_bytes() / elem;
   const int64_t rounds = (count + per_round - 1) / per_round;
   const uint64_t base = round_;
@@ -183,6 +221,13 @@ Status ShmBackend::ring_rounds(const std::byte* send, std::byte* recv, int64_t c
   // Outputs too large to stay in cache are written with streaming stores (no read-for-ownership
   // of every output line); fenced at the end, before this thread returns the result.
   const bool stream = count * elem >= static_cast<int64_t>(g.geometry().streaming_bytes) && g.geometry().streaming_bytes > 0;
+  auto copy = [](std::byte* to, const std::byte* from, int64_t bytes, bool streaming) {
+    if (streaming) {
+      stream_copy(to, from, bytes);
+    } else {
+      std::memcpy(to, from, static_cast<size_t>(bytes));
+    }
+  };
 
   // Copy-in of round t: the shares other ranks own (this rank's own share is read in place).
   auto copy_in = [&](int64_t t) -> Status {
@@ -193,12 +238,9 @@ Status ShmBackend::ring_rounds(const std::byte* send, std::byte* recv, int64_t c
       if (p == rank_) continue;
       const Part part = part_of(len, size_, p, elem);
       std::byte* to = g.slot(rank_, k) + part.off * elem;
-      const std::byte* from = send + (t * per_round + part.off) * elem;
-      if (stream_slots) {
-        stream_copy(to, from, part.len * elem);
-      } else {
-        std::memcpy(to, from, static_cast<size_t>(part.len * elem));
-      }
+      layout.for_range(t * per_round + part.off, part.len, [&](const std::byte* send, std::byte*, int64_t at, int64_t n) {
+        copy(to + at * elem, send, n * elem, stream_slots);
+      });
     }
     if (stream_slots) stream_fence();  // the lines are in memory before the counter says so
     g.post(Counter::kPosted, k + 1);
@@ -209,10 +251,11 @@ Status ShmBackend::ring_rounds(const std::byte* send, std::byte* recv, int64_t c
     const uint64_t k = base + static_cast<uint64_t>(t);
     KOROVOD_RETURN_IF_ERROR(g.wait_all(Counter::kPosted, k + 1));
     const Part part = part_of(round_len(t), size_, rank_, elem);
-    const int64_t at = t * per_round + part.off;
-    for (int j = 0; j < size_; ++j) srcs_[j] = j == rank_ ? send + at * elem : g.slot(j, k) + part.off * elem;
-    reduce_sources(dtype, op, recv + at * elem, g.slot(rank_, k) + part.off * elem, srcs_, part.len, stream,
-                   stream_slots);
+    layout.for_range(t * per_round + part.off, part.len, [&](const std::byte* send, std::byte* recv, int64_t at, int64_t n) {
+      const int64_t in_slot = (part.off + at) * elem;
+      for (int j = 0; j < size_; ++j) srcs_[j] = j == rank_ ? send : g.slot(j, k) + in_slot;
+      reduce_sources(dtype, op, recv, g.slot(rank_, k) + in_slot, srcs_, n, stream, stream_slots, postscale);
+    });
     if (stream_slots) stream_fence();
     g.post(Counter::kReduced, k + 1);
     return Status::ok();
@@ -224,13 +267,10 @@ Status ShmBackend::ring_rounds(const std::byte* send, std::byte* recv, int64_t c
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       const Part part = part_of(len, size_, p, elem);
-      std::byte* out = recv + (t * per_round + part.off) * elem;
       const std::byte* in = g.slot(p, k) + part.off * elem;
-      if (stream) {
-        stream_copy(out, in, part.len * elem);
-      } else {
-        std::memcpy(out, in, static_cast<size_t>(part.len * elem));
-      }
+      layout.for_range(t * per_round + part.off, part.len, [&](const std::byte*, std::byte* recv, int64_t at, int64_t n) {
+        copy(recv, in + at * elem, n * elem, stream);
+      });
     }
     g.post(Counter::kConsumed, k + 1);
     return Status::ok();

@@ -9,6 +9,7 @@
 // and copy-in of round t, reduction of round t-1 and copy-out of round t-2 overlap.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -29,6 +30,10 @@ class ShmBackend final : public Backend {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Status allreduce(const void* send, void* recv, int64_t count, DataType dtype, ReduceOp op) override;
+  // The tensors of a fused response go straight through the slots: no fusion-buffer copies.
+  bool allreduce_many_offered() const override { return group_ != nullptr; }
+  Status allreduce_many(const std::vector<const void*>& sends, const std::vector<void*>& recvs,
+                        const std::vector<int64_t>& counts, DataType dtype, ReduceOp op, double postscale) override;
   Status allgatherv(const void* send, int64_t send_bytes, void* recv,
                     const std::vector<int64_t>& recv_bytes) override;
   Status broadcast(void* buffer, int64_t bytes, int root) override;
@@ -52,17 +57,42 @@ class ShmBackend final : public Backend {
   static constexpr int64_t kChooseStoresBytes = 256 * 1024;
 
  private:
-  Status one_hop_allreduce(const std::byte* send, std::byte* recv, int64_t count, DataType dtype, ReduceOp op);
-  Status ring_allreduce(const std::byte* send, std::byte* recv, int64_t count, DataType dtype, ReduceOp op);
-  // dst (and dst2 when not null) = srcs[0] op srcs[1] op ... in rank order; every source is read
-  // before the block is written, so dst may alias a source. float16/bfloat16 accumulate in
-  // float32 and round once.
+  // The tensors one allreduce runs on, end to end: piece i is the elements up to ends[i], read
+  // from sends[i] and written to recvs[i]. A plain allreduce is one piece.
+  struct Layout {
+    const void* const* sends;
+    void* const* recvs;
+    const int64_t* ends;
+    size_t pieces;
+    int64_t elem;
+    int64_t count() const { return ends[pieces - 1]; }
+    // fn(send, recv, at, n) for each piece of elements [off, off + len), `at` counted from off.
+    template <typename Fn>
+    void for_range(int64_t off, int64_t len, Fn fn) const {
+      const int64_t stop = off + len;
+      size_t i = static_cast<size_t>(std::upper_bound(ends, ends + pieces, off) - ends);
+      for (int64_t pos = off; pos < stop && i < pieces; ++i) {
+        const int64_t start = i == 0 ? 0 : ends[i - 1];
+        const int64_t n = std::min(ends[i], stop) - pos;
+        if (n <= 0) continue;
+        fn(static_cast<const std::byte*>(sends[i]) + (pos - start) * elem,
+           static_cast<std::byte*>(recvs[i]) + (pos - start) * elem, pos - off, n);
+        pos += n;
+      }
+    }
+  };
+  Status allreduce_layout(const Layout& layout, DataType dtype, ReduceOp op, double postscale);
+  Status one_hop_allreduce(const Layout& layout, DataType dtype, ReduceOp op, double postscale);
+  Status ring_allreduce(const Layout& layout, DataType dtype, ReduceOp op, double postscale);
+  // dst (and dst2 when not null) = scale * (srcs[0] op srcs[1] op ... in rank order); every
+  // source is read before the block is written, so dst may alias a source. float16/bfloat16
+  // accumulate in float32 and round once, then scale as kernels::scale does (same bits as
+  // scaling the reduced output afterwards).
   // stream_dst2: dst2 (a slot peers read) written with streaming stores (the caller fences).
   void reduce_sources(DataType dtype, ReduceOp op, std::byte* dst, std::byte* dst2,
                       const std::vector<const std::byte*>& srcs, int64_t count, bool stream_dst = false,
-                      bool stream_dst2 = false);
-  Status ring_rounds(const std::byte* send, std::byte* recv, int64_t count, DataType dtype, ReduceOp op,
-                     bool stream_slots);
+                      bool stream_dst2 = false, double scale = 1.0);
+  Status ring_rounds(const Layout& layout, DataType dtype, ReduceOp op, bool stream_slots, double postscale);
   Status usable() const;
 
   std::unique_ptr<Group> group_;
@@ -71,6 +101,7 @@ class ShmBackend final : public Backend {
   uint64_t round_ = 0;  // next round; advances identically on every rank
   uint64_t bits_round_ = 0;  // next allreduce_bits round (Counter::kControl)
   std::vector<const std::byte*> srcs_;  // per-call scratch, sized once
+  std::vector<int64_t> ends_;           // allreduce_many's Layout::ends, reused
   std::vector<std::byte> block_;        // one reduction block, stays in L1
   std::vector<float> wide_a_, wide_b_;  // float32 accumulators for 16-bit floats
   int64_t chunk_bytes_ = 0;             // set_chunk_bytes; 0 = the whole slot
