@@ -140,6 +140,7 @@ Status MpiContext::init_topology() {
 void MpiContext::create_half_ops() {
   create_ops_for<DataType::kFloat16>(half_ops_[0]);
   create_ops_for<DataType::kBFloat16>(half_ops_[1]);
+  half_ops_created_ = true;
 }
 
 MpiContext::~MpiContext() {
@@ -148,7 +149,7 @@ MpiContext::~MpiContext() {
   if (finalized) return;
   for (auto& row : half_ops_) {
     for (auto& op : row) {
-      if (op != MPI_OP_NULL) MPI_Op_free(&op);
+      if (half_ops_created_ && op != MPI_OP_NULL) MPI_Op_free(&op);
     }
   }
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);

@@ -49,6 +49,7 @@ class MpiContext {
   MPI_Comm comm_ = MPI_COMM_NULL;
   WorldInfo info_;
   MPI_Op half_ops_[2][4] = {};  // [float16, bfloat16][sum, min, max, product]
+  bool half_ops_created_ = false;  // a failed create() destroys a context without them
 };
 
 Status mpi_status(int code, const char* what);
