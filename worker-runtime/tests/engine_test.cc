@@ -90,6 +90,44 @@ TEST(Engine, GroupedAllreduceFusesAndRunsCallbacksAndScales) {
   });
 }
 
+TEST(Engine, ManyTensorsOneByOneCompleteTogetherWithEveryCallbackFirst) {
+  // A training step's gradients, submitted one by one every step (the first step negotiates,
+  // later ones hit the response cache and reuse the fused layout): each handle's callback has
+  // run by the time a wait on it returns, and every result is right, in place or not.
+  const int n = 2, tensors = 300, steps = 3;
+  auto world = std::make_shared<fake::FakeWorld>(n);
+  run_ranks(n, [&](int rank) {
+    auto rt = make_runtime(world, rank, fast_config());
+    std::vector<std::vector<float>> ins(tensors), outs(tensors);
+    std::vector<std::atomic<int>> calls(tensors);
+    for (int step = 0; step < steps; ++step) {
+      std::vector<Handle> handles;
+      for (int t = 0; t < tensors; ++t) {
+        ins[t].assign(static_cast<size_t>(1 + t % 7), static_cast<float>(rank + step + t));
+        outs[t].assign(ins[t].size(), -1.f);
+        const bool in_place = t % 2 == 1;
+        CollectiveArgs a;
+        a.name = "grad." + std::to_string(t);
+        a.input = f32(ins[t]);
+        a.output = in_place ? f32(ins[t]) : f32(outs[t]);
+        a.op = ReduceOp::kAverage;
+        a.on_done = [&calls, t](const Status& s) { if (s.is_ok()) ++calls[t]; };
+        Result<Handle> h = rt->enqueue(std::move(a));
+        ASSERT_TRUE(h.is_ok()) << h.status().to_string();
+        handles.push_back(*h);
+      }
+      for (int t = 0; t < tensors; ++t) {
+        ASSERT_TRUE(rt->wait(handles[t]).is_ok());
+        EXPECT_EQ(calls[t].load(), step + 1) << "tensor " << t << " step " << step;
+        const std::vector<float>& result = t % 2 == 1 ? ins[t] : outs[t];
+        for (float v : result) ASSERT_FLOAT_EQ(v, 0.5f + step + t) << "tensor " << t << " step " << step;
+        rt->release(handles[t]);
+      }
+    }
+    EXPECT_TRUE(rt->shutdown().is_ok());
+  });
+}
+
 TEST(Engine, DuplicatePendingNameIsRefused) {
   // Rank 1 submits "dup" only after rank 0 has tried twice, so rank 0's first "dup" is certainly
   // still pending (it cannot complete without rank 1) when the second one arrives.

@@ -85,6 +85,42 @@ TEST(Fusion, DeviceTensorsAreNeverFused) {
   EXPECT_EQ(out[2].names, (std::vector<std::string>{"c", "d"}));
 }
 
+std::vector<ResponsePtr> shared(std::vector<Response> responses) {
+  std::vector<ResponsePtr> out;
+  for (auto& r : responses) out.push_back(std::make_shared<const Response>(std::move(r)));
+  return out;
+}
+
+TEST(FusionPlanner, ReusesTheLayoutOfTheSameResponsesAndReplansOtherwise) {
+  FusionPlanner planner;
+  std::vector<ResponsePtr> step = shared({allreduce_response("a", 10), allreduce_response("b", 10),
+                                          allreduce_response("c", 10)});
+  std::vector<ResponsePtr> first = planner.plan(step, 80);
+  ASSERT_EQ(first.size(), 2u);  // a+b (80 bytes), then c
+  EXPECT_EQ(first[0]->names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(first[1]->names, (std::vector<std::string>{"c"}));
+  // The next step's same cached responses: the very same fused objects, nothing rebuilt.
+  std::vector<ResponsePtr> again = planner.plan(step, 80);
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[0].get(), first[0].get());
+  // Another threshold (autotune) or another response object (a re-cached tensor, even with
+  // identical contents) plans anew.
+  std::vector<ResponsePtr> wider = planner.plan(step, 1 << 20);
+  ASSERT_EQ(wider.size(), 1u);
+  EXPECT_EQ(wider[0]->names, (std::vector<std::string>{"a", "b", "c"}));
+  std::vector<ResponsePtr> recached = step;
+  recached[1] = std::make_shared<const Response>(allreduce_response("b", 10));
+  std::vector<ResponsePtr> replanned = planner.plan(recached, 80);
+  ASSERT_EQ(replanned.size(), 2u);
+  EXPECT_NE(replanned[0].get(), first[0].get());
+  EXPECT_EQ(replanned[0]->names, first[0]->names);
+  // The earlier layout is still remembered alongside.
+  EXPECT_EQ(planner.plan(step, 80)[0].get(), first[0].get());
+  // A single response is handed on as it is.
+  std::vector<ResponsePtr> one = {step[2]};
+  EXPECT_EQ(planner.plan(one, 80)[0].get(), step[2].get());
+}
+
 TEST(Messages, RequestAndResponseListsRoundTrip) {
   RequestList rl;
   rl.shutdown = true;
@@ -173,6 +209,40 @@ TEST(Negotiator, SteadyStateUsesOnlyTheBitVectorFastPath) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(slow_paths[r], (std::vector<bool>{true, false, false})) << r;
 }
 
+TEST(Negotiator, CachedHitsComeInCacheBitOrderSharedWithTheCacheAcrossWords) {
+  // More tensors than one 64-bit word of the bit vector, submitted in a different order on each
+  // rank: every rank gets them in the same (cache bit) order, as the cache's own objects.
+  const int n = 2, tensors = 150;
+  Cluster c(n);
+  std::mutex mu;
+  std::vector<std::vector<std::string>> order(n);
+  run_ranks(n, [&](int rank) {
+    auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
+    Negotiator neg(*channel, {iota_ranks(n), 256, {}}, c.clock, c.log, nullptr);
+    for (int step = 0; step < 2; ++step) {
+      CycleInput in;
+      for (int t = 0; t < tensors; ++t) {
+        const int k = rank == 0 ? t : tensors - 1 - t;
+        in.requests.push_back(allreduce_request("t" + std::to_string(k), {k + 1}));
+      }
+      Result<CycleOutput> out = neg.run_cycle(in);
+      ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+      ASSERT_EQ(out->responses.size(), static_cast<size_t>(tensors));
+      if (step == 0) continue;
+      EXPECT_FALSE(out->used_slow_path);
+      std::lock_guard lock(mu);
+      for (const ResponsePtr& r : out->responses) {
+        const ResponseCache::Lookup hit = neg.cache().lookup(allreduce_request(r->names[0], r->shapes[0]));
+        ASSERT_EQ(hit.state, ResponseCache::State::kHit);
+        EXPECT_EQ(neg.cache().shared_response(hit.bit).get(), r.get());
+        order[rank].push_back(r->names[0]);
+      }
+    }
+  });
+  ASSERT_EQ(order[0].size(), static_cast<size_t>(tensors));
+  EXPECT_EQ(order[0], order[1]);
+}
+
 TEST(Negotiator, RootParameterUpdateReachesEveryRankInTheSameFastPathCycle) {
   const int n = 3;
   Cluster c(n);
@@ -214,7 +284,7 @@ TEST(Negotiator, TensorIsReadyOnlyWhenEveryRankSubmittedIt) {
     out = neg.run_cycle(second);
     ASSERT_TRUE(out.is_ok());
     ASSERT_EQ(out->responses.size(), 1u);
-    EXPECT_EQ(out->responses[0].names[0], "late");
+    EXPECT_EQ(out->responses[0]->names[0], "late");
   });
 }
 
@@ -229,8 +299,8 @@ TEST(Negotiator, CachedTensorWithNewShapeIsInvalidatedEverywhereAndErrorsOnMisma
     Result<CycleOutput> out = neg.run_cycle({{allreduce_request("t", {rank == 1 ? 5 : 4})}, false, false, {}});
     ASSERT_TRUE(out.is_ok());
     ASSERT_EQ(out->responses.size(), 1u);
-    EXPECT_EQ(out->responses[0].type, ResponseType::kError);
-    EXPECT_NE(out->responses[0].error.find("ranks [1] sent [5]"), std::string::npos);
+    EXPECT_EQ(out->responses[0]->type, ResponseType::kError);
+    EXPECT_NE(out->responses[0]->error.find("ranks [1] sent [5]"), std::string::npos);
     EXPECT_EQ(neg.cache().size(), 0);
   });
 }
@@ -260,7 +330,7 @@ TEST(Negotiator, StallShutdownFailsTensorNamingMissingRank) {
     for (int i = 0; i < 100 && !error; ++i) {
       Result<CycleOutput> out = neg.run_cycle(i == 0 ? in : CycleInput{});
       ASSERT_TRUE(out.is_ok());
-      if (!out->responses.empty()) error = out->responses[0];
+      if (!out->responses.empty()) error = *out->responses[0];
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     ASSERT_TRUE(error.has_value());
@@ -283,13 +353,13 @@ TEST(Negotiator, JoinedRankLetsOthersProceedAndJoinCompletesWhenAllJoined) {
     Result<CycleOutput> out = neg.run_cycle(in);
     ASSERT_TRUE(out.is_ok());
     ASSERT_EQ(out->responses.size(), 1u);
-    EXPECT_EQ(out->responses[0].names[0], "x");
+    EXPECT_EQ(out->responses[0]->names[0], "x");
     in.requests = rank == 0 ? std::vector<Request>{join} : std::vector<Request>{};
     out = neg.run_cycle(in);
     ASSERT_TRUE(out.is_ok());
     ASSERT_EQ(out->responses.size(), 1u);
-    EXPECT_EQ(out->responses[0].type, ResponseType::kJoin);
-    EXPECT_EQ(out->responses[0].last_joined_rank, 0);
+    EXPECT_EQ(out->responses[0]->type, ResponseType::kJoin);
+    EXPECT_EQ(out->responses[0]->last_joined_rank, 0);
   });
 }
 

@@ -51,6 +51,9 @@ std::vector<int64_t> reducescatter_rows(int64_t dim0, int size);
 // Helpers shared by the algorithms (algorithm_util.cc).
 Result<void*> allocate_output(OpContext& ctx, OpEntry& entry, std::vector<int64_t> shape);
 int64_t row_elements(const std::vector<int64_t>& shape);  // product of dims 1..n
+// The device's fusion buffer with at least `bytes`; when it has to be (re)allocated, `only`
+// (or every entry of the response) gets an INIT_FUSION_BUFFER timeline activity around that.
+std::byte* fusion_buffer(OpContext& ctx, int64_t bytes, const OpEntry* only = nullptr);
 std::string backend_activity(const Backend& backend, RequestType type);  // "MPI_ALLREDUCE"
 // Timeline activity spanning every tensor of the response.
 class ScopedActivity {

@@ -33,6 +33,19 @@ int64_t row_elements(const std::vector<int64_t>& shape) {
   return n;
 }
 
+std::byte* fusion_buffer(OpContext& ctx, int64_t bytes, const OpEntry* only) {
+  const int device = ctx.response.device;
+  if (!ctx.timeline.active() || !ctx.fusion.needs_allocation(device, bytes)) return ctx.fusion.get(device, bytes);
+  auto each = [&](auto fn) {
+    if (only) return fn(*only);
+    for (const auto& e : ctx.entries) fn(e);
+  };
+  each([&](const OpEntry& e) { ctx.timeline.activity_start(e.name, "INIT_FUSION_BUFFER"); });
+  std::byte* buffer = ctx.fusion.get(device, bytes);
+  each([&](const OpEntry& e) { ctx.timeline.activity_end(e.name); });
+  return buffer;
+}
+
 std::string backend_activity(const Backend& backend, RequestType type) {
   // Horovod's activity names: MPI_ALLREDUCE, MPI_BCAST, NCCL_ALLGATHER, ...
   return fmt::format("{}_{}", backend.name(),

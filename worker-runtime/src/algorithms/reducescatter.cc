@@ -34,7 +34,7 @@ Status run_reducescatter(OpContext& ctx) {
     }
     const void* send = e.input.data;
     if (r.prescale != 1.0) {
-      std::byte* buf = ctx.fusion.get(r.device, r.sizes[t] * element_size(r.dtype), ctx.timeline, {e.name});
+      std::byte* buf = fusion_buffer(ctx, r.sizes[t] * element_size(r.dtype), &e);
       kernels::scale_copy(r.dtype, buf, e.input.data, r.sizes[t], r.prescale);
       send = buf;
     }

@@ -28,31 +28,38 @@ Status dispatch(OpContext& ctx) {
 }  // namespace
 
 std::vector<OpEntry> Executor::take_entries(ProcessSet& set, const Response& response) {
-  std::vector<OpEntry> entries;
-  for (const std::string& name : response.names) {
-    std::optional<TensorEntry> entry = set.queue.take(name);
-    OpEntry op;
-    op.name = name;
-    if (entry) {
-      op.input = std::move(entry->input);
-      op.output = std::move(entry->output);
-      op.splits = std::move(entry->splits);
-      op.allocator = std::move(entry->allocator);
-      op.ready_event = std::move(entry->ready_event);
-      op.handle = entry->handle;
-    } else {
+  std::vector<std::optional<TensorEntry>> taken = set.queue.take(response.names);
+  std::vector<OpEntry> entries(taken.size());
+  for (size_t i = 0; i < taken.size(); ++i) {
+    OpEntry& op = entries[i];
+    op.name = response.names[i];
+    std::optional<TensorEntry>& entry = taken[i];
+    if (!entry) {
       // Every non-joined rank sent this tensor, so a rank without it has joined.
       op.joined_dummy = true;
+      continue;
     }
-    entries.push_back(std::move(op));
+    op.input = std::move(entry->input);
+    op.output = std::move(entry->output);
+    op.splits = std::move(entry->splits);
+    op.allocator = std::move(entry->allocator);
+    op.ready_event = std::move(entry->ready_event);
+    op.handle = entry->handle;
   }
   return entries;
 }
 
 void Executor::complete_all(std::vector<OpEntry>& entries, const Status& status) {
+  std::vector<Handle> handles;
+  std::vector<OpOutput> outputs;
+  handles.reserve(entries.size());
+  if (status.is_ok()) outputs.reserve(entries.size());
   for (auto& e : entries) {
-    if (!e.joined_dummy) handles_.complete(e.handle, status, status.is_ok() ? e.result : OpOutput{});
+    if (e.joined_dummy) continue;
+    handles.push_back(e.handle);
+    if (status.is_ok()) outputs.push_back(std::move(e.result));
   }
+  handles_.complete_many(handles, status, std::move(outputs));
 }
 
 Status Executor::run_collective(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries) {

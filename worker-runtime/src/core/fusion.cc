@@ -49,14 +49,35 @@ std::vector<Response> fuse_responses(std::vector<Response> responses, int64_t th
   return fused;
 }
 
-std::byte* FusionBufferManager::get(int device, int64_t bytes, Timeline& timeline,
-                                    const std::vector<std::string>& names) {
+std::vector<ResponsePtr> FusionPlanner::plan(const std::vector<ResponsePtr>& responses, int64_t threshold_bytes) {
+  if (responses.size() <= 1) return responses;
+  for (auto it = recent_.begin(); it != recent_.end(); ++it) {
+    if (it->threshold != threshold_bytes || it->key != responses) continue;
+    std::rotate(recent_.begin(), it, it + 1);
+    return recent_.front().fused;
+  }
+  std::vector<Response> copies;
+  copies.reserve(responses.size());
+  for (const ResponsePtr& r : responses) copies.push_back(*r);
+  Layout layout{responses, threshold_bytes, {}};
+  for (Response& r : fuse_responses(std::move(copies), threshold_bytes)) {
+    layout.fused.push_back(std::make_shared<const Response>(std::move(r)));
+  }
+  if (recent_.size() == kRemembered) recent_.pop_back();
+  recent_.push_front(std::move(layout));
+  return recent_.front().fused;
+}
+
+bool FusionBufferManager::needs_allocation(int device, int64_t bytes) const {
+  auto it = capacity_.find(device);
+  return it == capacity_.end() || it->second < bytes;
+}
+
+std::byte* FusionBufferManager::get(int device, int64_t bytes) {
   int64_t& cap = capacity_[device];
   if (cap < bytes || !buffers_[device]) {
-    for (const auto& n : names) timeline.activity_start(n, "INIT_FUSION_BUFFER");
     cap = std::max({threshold_, bytes, int64_t{64}});
     buffers_[device].reset(new std::byte[static_cast<size_t>(cap)]);
-    for (const auto& n : names) timeline.activity_end(n);
   }
   return buffers_[device].get();
 }

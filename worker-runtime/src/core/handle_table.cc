@@ -51,6 +51,32 @@ bool HandleTable::complete(Handle handle, Status status, OpOutput output) {
   return true;
 }
 
+void HandleTable::complete_many(const std::vector<Handle>& handles, const Status& status,
+                                std::vector<OpOutput> outputs) {
+  std::vector<std::shared_ptr<State>> completing;
+  std::vector<DoneCallback> callbacks;
+  completing.reserve(handles.size());
+  {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < handles.size(); ++i) {
+      std::shared_ptr<State> state = find(handles[i]);
+      if (!state || state->done || state->completing) continue;
+      state->completing = true;
+      state->status = status;
+      if (!outputs.empty()) state->output = std::move(outputs[i]);
+      if (state->on_done) callbacks.push_back(std::move(state->on_done));
+      completing.push_back(std::move(state));
+    }
+  }
+  // As in complete(): callbacks outside the lock, before anyone can see their handle done.
+  for (const auto& callback : callbacks) callback(status);
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& state : completing) state->done = true;
+  }
+  if (!completing.empty()) done_cv_.notify_all();
+}
+
 void HandleTable::fail_all_pending(const Status& status) {
   std::vector<Handle> pending;
   {
@@ -79,6 +105,14 @@ Status HandleTable::wait(Handle handle, std::optional<double> timeout_seconds) c
   } else if (!done_cv_.wait_for(lock, std::chrono::duration<double>(*timeout_seconds), done)) {
     return Status::in_progress();
   }
+  return state->status;
+}
+
+std::optional<Status> HandleTable::finished_status(Handle handle) const {
+  std::lock_guard lock(mu_);
+  auto state = find(handle);
+  if (!state) return Status::invalid_argument("unknown handle " + std::to_string(handle));
+  if (!state->done) return std::nullopt;
   return state->status;
 }
 

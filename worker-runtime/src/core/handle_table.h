@@ -23,10 +23,16 @@ class HandleTable {
   // Returns false when the handle was already completed (the first completion wins). The
   // handle's callback runs first; only then do poll/wait/output report it done.
   bool complete(Handle handle, Status status, OpOutput output = {});
+  // complete() for the operations of one fused response: one lock round trip for all, their
+  // callbacks in order, then all done at once with a single wake-up for their waiters.
+  // `outputs` is empty or one per handle.
+  void complete_many(const std::vector<Handle>& handles, const Status& status, std::vector<OpOutput> outputs);
   void fail_all_pending(const Status& status);
 
   Result<bool> poll(Handle handle) const;
   Status wait(Handle handle, std::optional<double> timeout_seconds) const;
+  // wait() that does not wait: the status once done (or the unknown-handle error), else nullopt.
+  std::optional<Status> finished_status(Handle handle) const;
   Result<OpOutput> output(Handle handle) const;
   void release(Handle handle);
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct Response {
   int32_t root_rank = 0;
   int32_t last_joined_rank = -1;
 };
+
+// A response as a cycle hands it on: cached responses are shared with the response cache, not
+// copied per cycle.
+using ResponsePtr = std::shared_ptr<const Response>;
 
 struct ResponseList {
   std::vector<Response> responses;

@@ -1,5 +1,8 @@
 #include "core/negotiator.h"
 
+#include <algorithm>
+#include <bit>
+
 namespace korovod {
 namespace {
 
@@ -28,6 +31,29 @@ Negotiator::Negotiator(ControlChannel& channel, NegotiatorOptions options, const
   if (channel_.rank() == 0) {
     coordinator_.emplace(global_ranks_, options.stall, clock, log, timeline);
   }
+  hits_by_bit_.resize(static_cast<size_t>(std::max(cache_.capacity(), 0)));
+  pending_words_.assign(words_for(cache_.capacity()) - 1, 0);
+}
+
+template <typename Fn>
+void Negotiator::for_each_pending_bit(Fn fn) const {
+  for (size_t w = 0; w < pending_words_.size(); ++w) {
+    for (uint64_t word = pending_words_[w]; word != 0; word &= word - 1) {
+      fn(static_cast<int>(w * 64) + std::countr_zero(word));
+    }
+  }
+}
+
+void Negotiator::add_pending_hit(int bit, Request request, Clock::TimePoint now) {
+  uint64_t& word = pending_words_[static_cast<size_t>(bit / 64)];
+  const uint64_t mask = uint64_t{1} << (bit % 64);
+  PendingHit& hit = hits_by_bit_[static_cast<size_t>(bit)];
+  if (!(word & mask)) {
+    word |= mask;
+    ++pending_count_;
+    hit.first_seen = now;
+  }
+  hit.request = std::move(request);
 }
 
 void Negotiator::to_coordinator(Request req) {
@@ -37,6 +63,7 @@ void Negotiator::to_coordinator(Request req) {
 }
 
 void Negotiator::classify(std::vector<Request>& requests) {
+  const Clock::TimePoint now = requests.empty() ? Clock::TimePoint{} : clock_.now();  // one read per cycle
   for (Request& req : requests) {
     if (req.type == RequestType::kJoin) joined_ = true;
     if (!cache_.enabled() || !ResponseCache::cacheable(req.type)) {
@@ -45,17 +72,26 @@ void Negotiator::classify(std::vector<Request>& requests) {
     }
     ResponseCache::Lookup found = cache_.lookup(req);
     if (found.state == ResponseCache::State::kHit) {
-      pending_hits_[found.bit] = PendingHit{std::move(req), clock_.now()};
+      add_pending_hit(found.bit, std::move(req), now);
     } else {
       if (found.state == ResponseCache::State::kInvalid) invalid_bits_.insert(found.bit);
       to_coordinator(std::move(req));
     }
   }
+  uncache_stalled_hits();
+}
+
+void Negotiator::uncache_stalled_hits() {
   // A cached tensor other ranks have not submitted for long goes back through the coordinator,
-  // so the stall inspector there can name the missing ranks.
-  for (const auto& [bit, hit] : pending_hits_) {
-    if (stall_.should_uncache(hit.first_seen)) invalid_bits_.insert(bit);
-  }
+  // so the stall inspector there can name the missing ranks. Only the oldest hit can be the
+  // first one due: one clock read per cycle, not one per waiting tensor.
+  if (pending_count_ == 0) return;
+  Clock::TimePoint oldest = Clock::TimePoint::max();
+  for_each_pending_bit([&](int bit) { oldest = std::min(oldest, hits_by_bit_[static_cast<size_t>(bit)].first_seen); });
+  if (!stall_.should_uncache(oldest)) return;
+  for_each_pending_bit([&](int bit) {
+    if (stall_.should_uncache(hits_by_bit_[static_cast<size_t>(bit)].first_seen)) invalid_bits_.insert(bit);
+  });
 }
 
 std::vector<uint64_t> Negotiator::status_and_hit_bits(const CycleInput& input) const {
@@ -69,7 +105,7 @@ std::vector<uint64_t> Negotiator::status_and_hit_bits(const CycleInput& input) c
   if (input.set_change_pending) flags |= kSetChangePending;
   if (input.param_update.empty()) flags |= kNoParamUpdate;
   bits[0] = flags;
-  for (const auto& [bit, hit] : pending_hits_) set_bit(bits, bit);
+  std::copy(pending_words_.begin(), pending_words_.end(), bits.begin() + 1);
   return bits;
 }
 
@@ -81,29 +117,37 @@ Status Negotiator::erase_invalid_everywhere(std::vector<uint64_t>& common) {
   for (int bit = 0; bit < cache_.capacity(); ++bit) {
     if (!test_bit(invalid, bit)) continue;
     cache_.erase(bit);
-    common[1 + bit / 64] &= ~(uint64_t{1} << (bit % 64));
-    auto hit = pending_hits_.find(bit);
-    if (hit != pending_hits_.end()) {
-      to_coordinator(std::move(hit->second.request));
-      pending_hits_.erase(hit);
+    const uint64_t mask = uint64_t{1} << (bit % 64);
+    common[1 + bit / 64] &= ~mask;
+    uint64_t& pending = pending_words_[static_cast<size_t>(bit / 64)];
+    if (pending & mask) {
+      pending &= ~mask;
+      --pending_count_;
+      to_coordinator(std::move(hits_by_bit_[static_cast<size_t>(bit)].request));
     }
   }
   return Status::ok();
 }
 
-std::vector<Response> Negotiator::take_common_hits(const std::vector<uint64_t>& common) {
-  std::vector<Response> out;
-  for (auto it = pending_hits_.begin(); it != pending_hits_.end();) {
-    const int bit = it->first;
-    if (!test_bit(common, bit)) {
-      ++it;
-      continue;
+void Negotiator::take_common_hits(const std::vector<uint64_t>& common, std::vector<ResponsePtr>& out) {
+  out.reserve(out.size() + static_cast<size_t>(pending_count_));
+  for (size_t w = 0; w < pending_words_.size(); ++w) {
+    const uint64_t ready = pending_words_[w] & common[w + 1];
+    pending_words_[w] &= ~ready;
+    for (uint64_t word = ready; word != 0; word &= word - 1) {
+      const int bit = static_cast<int>(w * 64) + std::countr_zero(word);
+      out.push_back(cache_.shared_response(bit));
+      cache_.touch(bit);  // ascending bit order on every rank keeps the LRU identical
+      hits_by_bit_[static_cast<size_t>(bit)].request = Request{};
+      --pending_count_;
     }
-    out.push_back(cache_.response(bit));
-    cache_.touch(bit);  // ascending bit order on every rank keeps the LRU identical
-    it = pending_hits_.erase(it);
   }
-  return out;
+}
+
+void Negotiator::hits_to_coordinator() {
+  for_each_pending_bit([&](int bit) { to_coordinator(std::move(hits_by_bit_[static_cast<size_t>(bit)].request)); });
+  std::fill(pending_words_.begin(), pending_words_.end(), 0);
+  pending_count_ = 0;
 }
 
 Result<ResponseList> Negotiator::exchange_with_coordinator(bool shutdown) {
@@ -159,10 +203,9 @@ Result<CycleOutput> Negotiator::run_cycle(CycleInput input) {
   }
   if (any_invalid) KOROVOD_RETURN_IF_ERROR(erase_invalid_everywhere(bits));
   if (any_joined) {  // joined ranks never submit, so cached tensors go through the coordinator
-    for (auto& [bit, hit] : pending_hits_) to_coordinator(std::move(hit.request));
-    pending_hits_.clear();
+    hits_to_coordinator();
   } else {
-    out.responses = take_common_hits(bits);
+    take_common_hits(bits, out.responses);
   }
   out.used_slow_path = !(flags & kNotUncached) || any_invalid || any_joined;
   if (out.used_slow_path) {
@@ -170,12 +213,11 @@ Result<CycleOutput> Negotiator::run_cycle(CycleInput input) {
     if (!list.is_ok()) return list.status();
     cache_new_responses(*list);
     out.shutdown |= list->shutdown;
-    for (auto& r : list->responses) out.responses.push_back(std::move(r));
-  }
-  if (!local_requests_.empty()) {  // only what went to the coordinator is recorded
-    for (const Response& r : out.responses) {
+    // Only what went to the coordinator is recorded, and only its responses answer it.
+    for (const Response& r : list->responses) {
       for (const auto& name : r.names) local_requests_.erase(name);
     }
+    for (auto& r : list->responses) out.responses.push_back(std::make_shared<const Response>(std::move(r)));
   }
   return out;
 }

@@ -4,7 +4,6 @@
 // gather requests to the coordinator, which builds Responses and broadcasts them.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -26,7 +25,9 @@ struct CycleInput {
 };
 
 struct CycleOutput {
-  std::vector<Response> responses;  // single-tensor, identical order on every rank
+  // Single-tensor, identical order on every rank: the cached tensors every rank submitted (in
+  // cache-bit order; shared with the cache, not copied), then the coordinator's responses.
+  std::vector<ResponsePtr> responses;
   bool shutdown = false;            // some rank asked to stop: every rank leaves the loop
   bool apply_set_change = false;    // every rank has a set change pending: apply one now
   bool used_slow_path = false;
@@ -52,10 +53,15 @@ class Negotiator {
     Clock::TimePoint first_seen;
   };
   void classify(std::vector<Request>& requests);
+  void add_pending_hit(int bit, Request request, Clock::TimePoint now);
+  void uncache_stalled_hits();
+  template <typename Fn>
+  void for_each_pending_bit(Fn fn) const;  // ascending bit order
   void to_coordinator(Request req);  // into uncached_, remembering the signature
   std::vector<uint64_t> status_and_hit_bits(const CycleInput& input) const;
   Status erase_invalid_everywhere(std::vector<uint64_t>& common);
-  std::vector<Response> take_common_hits(const std::vector<uint64_t>& common);
+  void take_common_hits(const std::vector<uint64_t>& common, std::vector<ResponsePtr>& out);
+  void hits_to_coordinator();
   Result<ResponseList> exchange_with_coordinator(bool shutdown);
   void cache_new_responses(const ResponseList& list);
 
@@ -65,7 +71,11 @@ class Negotiator {
   ResponseCache cache_;
   StallInspector stall_;
   std::optional<Coordinator> coordinator_;            // set rank 0 only
-  std::map<int, PendingHit> pending_hits_;            // cache bit -> waiting request
+  // Cached requests waiting for the other ranks, by cache bit: a bit set in pending_words_ marks
+  // a valid hits_by_bit_ entry (no node allocation or map walk per tensor per cycle).
+  std::vector<PendingHit> hits_by_bit_;
+  std::vector<uint64_t> pending_words_;
+  int pending_count_ = 0;
   std::vector<Request> uncached_;
   std::set<int> invalid_bits_;
   std::unordered_map<std::string, Request> local_requests_;  // sent to the coordinator, until responded

@@ -23,7 +23,7 @@ ResponseCache::Lookup ResponseCache::lookup(const Request& request) const {
   return {same_parameters(slot.request, request) ? State::kHit : State::kInvalid, it->second};
 }
 
-const Response& ResponseCache::response(int bit) const {
+const std::shared_ptr<const Response>& ResponseCache::shared_response(int bit) const {
   KOROVOD_CHECK(contains_bit(bit));
   return slots_[bit]->response;
 }
@@ -55,14 +55,14 @@ void ResponseCache::put(const Response& response, const Request& local_request) 
   int bit = lowest_free_bit();
   KOROVOD_CHECK(bit >= 0);
   lru_.push_front(bit);
-  slots_[bit] = Slot{response, local_request, lru_.begin()};
+  slots_[bit] = Slot{std::make_shared<const Response>(response), local_request, lru_.begin()};
   by_name_[response.names[0]] = bit;
 }
 
 void ResponseCache::erase(int bit) {
   if (!contains_bit(bit)) return;
   lru_.erase(slots_[bit]->lru_pos);
-  by_name_.erase(slots_[bit]->response.names[0]);
+  by_name_.erase(slots_[bit]->response->names[0]);
   slots_[bit].reset();
 }
 

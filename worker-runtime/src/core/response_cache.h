@@ -4,6 +4,7 @@
 #pragma once
 
 #include <list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -30,7 +31,11 @@ class ResponseCache {
 
   // kHit: same name and parameters as cached; kInvalid: same name, other parameters.
   Lookup lookup(const Request& request) const;
-  const Response& response(int bit) const;
+  const Response& response(int bit) const { return *shared_response(bit); }
+  // The cached response itself, shared rather than copied: a cycle's hits stay valid when a
+  // later put() of the same cycle evicts or replaces their slots, and their addresses identify
+  // them (FusionPlanner remembers fused layouts by these pointers).
+  const std::shared_ptr<const Response>& shared_response(int bit) const;
   const Request& request(int bit) const;
   bool contains_bit(int bit) const { return bit >= 0 && bit < capacity_ && slots_[bit].has_value(); }
   void touch(int bit);
@@ -40,7 +45,7 @@ class ResponseCache {
 
  private:
   struct Slot {
-    Response response;
+    std::shared_ptr<const Response> response;
     Request request;
     std::list<int>::iterator lru_pos;
   };

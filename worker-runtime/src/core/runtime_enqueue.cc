@@ -88,7 +88,7 @@ Result<TensorEntry> RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet&
   r.request_rank = set.set_rank;
   r.type = a.type;
   r.dtype = a.input.dtype;
-  r.name = a.name;
+  r.name = std::move(a.name);  // validated above; errors below name r.name
   r.device = a.input.device;
   if (r.device != kCpuDevice && !device_tensors_seen_.exchange(true)) {
     // A device collective may block in NCCL, which no shared-memory wait can give up on: from
@@ -105,11 +105,11 @@ Result<TensorEntry> RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet&
     r.root_rank = set.set_rank_of(a.root_rank);
     if (r.root_rank < 0) {
       return Status::invalid_argument(fmt::format("tensor '{}': root rank {} is not in process set {}",
-                                                  a.name, a.root_rank, set.id));
+                                                  r.name, a.root_rank, set.id));
     }
   }
-  e.input = a.input;
-  e.output = a.output;
+  e.input = std::move(a.input);
+  e.output = std::move(a.output);
   e.splits = std::move(a.splits);
   e.allocator = std::move(a.allocator);
   e.ready_event = std::move(a.ready_event);
@@ -118,7 +118,7 @@ Result<TensorEntry> RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet&
 }
 
 Result<std::vector<Handle>> RuntimeImpl::enqueue(std::vector<CollectiveArgs> args) {
-  KOROVOD_RETURN_IF_ERROR(fatal_error());
+  if (has_fatal_.load(std::memory_order_acquire)) return fatal_error();  // no lock per tensor otherwise
   if (!running_) return Status::aborted("korovod is not running (shut down or not initialised)");
   if (args.empty()) return std::vector<Handle>{};
   const int set_id = args[0].process_set;
@@ -131,6 +131,8 @@ Result<std::vector<Handle>> RuntimeImpl::enqueue(std::vector<CollectiveArgs> arg
   const int group_id = group_size > 1 ? set->next_group_id++ : -1;
   std::vector<TensorEntry> entries;
   std::vector<Handle> handles;
+  entries.reserve(args.size());
+  handles.reserve(args.size());
   for (auto& a : args) {
     if (a.process_set != set_id) return Status::invalid_argument("a group must use one process set");
     Handle h = handles_.create(std::move(a.on_done));

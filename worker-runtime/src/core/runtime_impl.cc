@@ -140,10 +140,10 @@ void RuntimeImpl::notify_work() {
 
 void RuntimeImpl::note_work() {
   // With inline cycles the thread that waits runs the cycle; waking the background thread here
-  // would only make it race the caller for the cycle (see runtime_drive.cc).
+  // would only make it race the caller for the cycle (see runtime_drive.cc). Its timed waits
+  // see the flag without a lock taken per enqueued tensor.
   if (!inline_possible_.load()) return notify_work();
-  std::lock_guard lock(state_mu_);
-  work_queued_ = true;
+  work_queued_.store(true);
 }
 
 void RuntimeImpl::background_loop() {
@@ -200,9 +200,9 @@ bool RuntimeImpl::run_one_cycle() {
       record_fatal(out.status());
       return false;
     }
-    for (const Response& r : fuse_responses(std::move(out->responses), params_->fusion_threshold_bytes())) {
-      if (r.type == ResponseType::kAllreduce) bytes_reduced += response_bytes(r);
-      Status st = executor_.execute(*set, r);
+    for (const ResponsePtr& r : planner_.plan(out->responses, params_->fusion_threshold_bytes())) {
+      if (r->type == ResponseType::kAllreduce) bytes_reduced += response_bytes(*r);
+      Status st = executor_.execute(*set, *r);
       if (!st.is_ok()) {
         record_fatal(st);
         return false;
@@ -270,6 +270,7 @@ void RuntimeImpl::record_fatal(const Status& status) {
     std::lock_guard lock(state_mu_);
     if (!fatal_.is_ok()) return;
     fatal_ = status;
+    has_fatal_.store(true, std::memory_order_release);
   }
   log_.log(LogLevel::kError, "background loop stopped: {}", status.message());
 }

@@ -86,6 +86,7 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   Timeline timeline_;
   ProcessSetTable sets_;
   FusionBufferManager fusion_;  // background thread only
+  FusionPlanner planner_;       // background thread only
   Executor executor_;           // background thread only
   std::unique_ptr<EngineParameters> params_;  // set in start(); background thread only after
 
@@ -96,7 +97,7 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   // background thread. Everything "background thread only" is guarded by it in effect.
   std::mutex cycle_mu_;
   std::atomic<std::thread::id> cycle_owner_{};  // the thread inside a cycle (callbacks may wait)
-  mutable std::mutex state_mu_;  // guards fatal_, loop_exited_, work_queued_, engine_idle_,
+  mutable std::mutex state_mu_;  // guards fatal_, loop_exited_, engine_idle_,
                                  // inline_driving_, loop_done_, last_cycle_start_
   std::condition_variable state_cv_;  // loop exit, shutdown and new-work wake-ups
   bool inline_driving_ = false;  // a waiting caller runs the cycles; the background thread stands by
@@ -107,9 +108,11 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   std::chrono::steady_clock::time_point last_cycle_start_{};  // paces the background thread
   // A request queued since the loop last looked, and whether the last cycle had nothing to do:
   // an idle engine starts a cycle as soon as work arrives instead of sleeping out cycle_time.
-  bool work_queued_ = false;
+  // Set by enqueue without state_mu_ when no wake-up is due (note_work); read under it.
+  std::atomic<bool> work_queued_{false};
   bool engine_idle_ = true;
   Status fatal_;                 // first background error, resurfaced on every later call
+  std::atomic<bool> has_fatal_{false};  // fatal_ is set: enqueue looks without the lock
   bool loop_exited_ = false;
   std::unique_ptr<Watchdog> watchdog_;
   std::thread background_;

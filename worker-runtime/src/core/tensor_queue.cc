@@ -5,21 +5,33 @@
 #include <unordered_set>
 
 namespace korovod {
+namespace {
+
+Status duplicate_name(const Request& r) {
+  return Status::invalid_argument(fmt::format(
+      "Requested to {} a tensor with the same name '{}' as another tensor that is currently "
+      "being processed (DUPLICATE_NAME_ERROR).", request_type_name(r.type), r.name));
+}
+
+}  // namespace
 
 Status TensorQueue::add(std::vector<TensorEntry> entries) {
   std::lock_guard lock(mu_);
-  std::unordered_set<std::string> batch;  // names within a group; a lone tensor needs none
+  if (entries.size() == 1) {  // the common case: one hash of the name, no set for the batch
+    TensorEntry& e = entries.front();
+    auto [it, inserted] = table_.try_emplace(e.request.name);
+    if (!inserted) return duplicate_name(e.request);
+    queue_.push_back(std::move(e.request));
+    it->second = std::move(e);
+    return Status::ok();
+  }
+  std::unordered_set<std::string> batch;  // names within a group
   for (const auto& e : entries) {
-    const std::string& name = e.request.name;
-    if (table_.count(name) || (entries.size() > 1 && !batch.insert(name).second)) {
-      return Status::invalid_argument(fmt::format(
-          "Requested to {} a tensor with the same name '{}' as another tensor that is currently "
-          "being processed (DUPLICATE_NAME_ERROR).", request_type_name(e.request.type), name));
-    }
+    if (table_.count(e.request.name) || !batch.insert(e.request.name).second) return duplicate_name(e.request);
   }
   for (auto& e : entries) {
-    queue_.push_back(e.request);
     std::string name = e.request.name;
+    queue_.push_back(std::move(e.request));
     table_.emplace(std::move(name), std::move(e));
   }
   return Status::ok();
@@ -37,6 +49,18 @@ std::optional<TensorEntry> TensorQueue::take(const std::string& name) {
   TensorEntry e = std::move(it->second);
   table_.erase(it);
   return e;
+}
+
+std::vector<std::optional<TensorEntry>> TensorQueue::take(const std::vector<std::string>& names) {
+  std::vector<std::optional<TensorEntry>> out(names.size());
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = table_.find(names[i]);
+    if (it == table_.end()) continue;
+    out[i] = std::move(it->second);
+    table_.erase(it);
+  }
+  return out;
 }
 
 bool TensorQueue::in_flight() {

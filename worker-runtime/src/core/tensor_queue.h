@@ -15,7 +15,7 @@
 namespace korovod {
 
 struct TensorEntry {
-  Request request;
+  Request request;  // moves on to the negotiation when queued; the table keeps the rest
   TensorView input;
   TensorView output;
   std::vector<int32_t> splits;
@@ -30,6 +30,9 @@ class TensorQueue {
   Status add(std::vector<TensorEntry> entries);
   std::vector<Request> pop_requests();
   std::optional<TensorEntry> take(const std::string& name);
+  // take() for every name of a response under one lock; nullopt where the name is not queued
+  // (a joined rank's share). The entries' requests have moved on to the negotiation.
+  std::vector<std::optional<TensorEntry>> take(const std::vector<std::string>& names);
   std::vector<TensorEntry> take_all();
   // Some tensor has been handed to negotiation and not yet executed (waiting for other ranks).
   bool in_flight();
