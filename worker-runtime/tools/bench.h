@@ -31,6 +31,8 @@ struct Options {
   // an output left in cache (plain stores) or sent to memory (streaming stores) is then paid for
   // where it is used, not only where it is written.
   bool read_output = false;
+  double idle_seconds = 0;  // > 0: also measure idle CPU (IdleCpu), sleeping this long
+  double compute_seconds = 1;
   std::string json_path;
 };
 
@@ -51,6 +53,10 @@ struct Row {
   // no allreduce on this host beats this time. 0: not measured.
   double floor_us = 0;
   bool verified = false;  // korovod's results, and Gloo's when measured
+  // Fused rows: korovod's one allreduce of all the step's bytes as a single tensor, timed in
+  // alternation with the step and, like it, on the same buffers every time (0: not measured).
+  // korovod_us / one_us is what submitting many small tensors costs over one big one.
+  double one_us = 0;
 };
 
 // Runs one allreduce size for `dtype` through korovod, MPI_Allreduce and (when `gloo` is not
@@ -59,8 +65,19 @@ Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op
 // The same through a Backend directly (the shared-memory data plane without the engine).
 Row measure_backend_allreduce(Backend& backend, const Options& o, DataType dtype, ReduceOp op, int64_t bytes);
 // `tensors` x `bytes` submitted together vs the same number of sequential MPI_Allreduce (and
-// Gloo allreduce) calls.
+// Gloo allreduce) calls, and vs one korovod allreduce of all those bytes (Row::one_us).
 Row measure_fused(Runtime& rt, const Options& o, DataType dtype, ReduceOp op, GlooPeer* gloo);
+
+// What korovod's threads cost a rank while it does not communicate (--idle-seconds).
+struct IdleCpu {
+  double idle_seconds = 0;      // every rank slept this long between two allreduces
+  double idle_cpu_ms = 0;       // the busiest rank's process CPU time (user + system) meanwhile
+  double compute_seconds = 0;   // the last rank computed this long before joining an allreduce
+  double waiting_cpu_ms = 0;    // the busiest other rank's process CPU while it waited for that
+  double computing_extra_cpu_ms = 0;  // the computing rank's process CPU beyond its computing thread's
+  double compute_wall_ms = 0;   // how long that computation took (stolen CPU would stretch it)
+};
+IdleCpu measure_idle_cpu(Runtime& rt, double idle_seconds, double compute_seconds);
 
 std::string format_table(const std::vector<Row>& rows, int ranks, double cycle_time_ms);
 std::string to_json(const std::vector<Row>& rows, int ranks, double cycle_time_ms);

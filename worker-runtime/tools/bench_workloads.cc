@@ -1,7 +1,12 @@
+#include <sys/resource.h>
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <cmath>
 #include <memory>
+#include <thread>
 
 #include "bench.h"
 #include "kernels/half.h"
@@ -207,7 +212,74 @@ auto with_reader(const Options& o, std::vector<std::vector<std::byte>>& outs, Op
   };
 }
 
+double process_cpu_ms() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  return ms(u.ru_utime) + ms(u.ru_stime);
+}
+
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+double max_over_ranks(double mine) {
+  double most = 0;
+  MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return most;
+}
+
+// One small korovod allreduce, waited for: the ranks' only synchronisation in measure_idle_cpu
+// (an MPI barrier would busy-poll itself).
+void korovod_sync(Runtime& rt, const std::string& name) {
+  std::vector<float> x(16, 1.f);
+  Handle h = *rt.allreduce(name, TensorView{x.data(), DataType::kFloat32, {16}, kCpuDevice},
+                           TensorView{x.data(), DataType::kFloat32, {16}, kCpuDevice}, ReduceOp::kSum);
+  (void)rt.wait(h);
+  rt.release(h);
+}
+
 }  // namespace
+
+IdleCpu measure_idle_cpu(Runtime& rt, double idle_seconds, double compute_seconds) {
+  IdleCpu r;
+  r.idle_seconds = idle_seconds;
+  r.compute_seconds = compute_seconds;
+  // Idle: every rank sleeps between two allreduces; whatever CPU the process uses meanwhile is
+  // the runtime's own (the main thread sleeps).
+  korovod_sync(rt, "idle.before");
+  const double idle_start = process_cpu_ms();
+  std::this_thread::sleep_for(std::chrono::duration<double>(idle_seconds));
+  const double idle_cpu = process_cpu_ms() - idle_start;
+  korovod_sync(rt, "idle.after");
+  // Waiting: the last rank computes (one thread, busy) before it joins the allreduce the others
+  // already wait on. The waiters' CPU is what waiting costs; the computing rank's process CPU
+  // beyond its computing thread's is what korovod's threads took from the computation.
+  const bool computes = rt.rank() == rt.size() - 1;
+  double waiting_cpu = 0, extra_cpu = 0, compute_wall = 0;
+  if (computes) {
+    const double process_start = process_cpu_ms(), thread_start = thread_cpu_ms();
+    const auto start = std::chrono::steady_clock::now();
+    volatile double sink = 0;
+    while (std::chrono::steady_clock::now() - start < std::chrono::duration<double>(compute_seconds)) {
+      for (int i = 0; i < 1000; ++i) sink = sink + std::sqrt(static_cast<double>(i));
+    }
+    compute_wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    extra_cpu = (process_cpu_ms() - process_start) - (thread_cpu_ms() - thread_start);
+    korovod_sync(rt, "idle.join");
+  } else {
+    const double start = process_cpu_ms();
+    korovod_sync(rt, "idle.join");
+    waiting_cpu = process_cpu_ms() - start;
+  }
+  r.idle_cpu_ms = max_over_ranks(idle_cpu);
+  r.waiting_cpu_ms = max_over_ranks(waiting_cpu);
+  r.computing_extra_cpu_ms = max_over_ranks(extra_cpu);
+  r.compute_wall_ms = max_over_ranks(compute_wall);
+  return r;
+}
 
 Row measure_allreduce(Runtime& rt, const Options& o, DataType dtype, ReduceOp op, int64_t bytes, GlooPeer* gloo) {
   const int64_t count = bytes / element_size(dtype);
@@ -338,8 +410,21 @@ Row measure_fused(Runtime& rt, const Options& o, DataType dtype, ReduceOp op, Gl
     row.verified = gloo_ok && verified_outputs();
     row.gloo_busbw_gbs = busbw_gbs(total, rt.size(), row.gloo_us / 1e6);
   }
-  row.korovod_us = timed(o.fused_iters, korovod_step) * 1e6;
-  row.verified = verified_outputs() && row.verified;
+  // One tensor of all the step's bytes, in cache like the step's own buffers: the time the step
+  // would take if submitting many tensors cost nothing over submitting one.
+  std::vector<std::byte> one_in(static_cast<size_t>(total)), one_out(static_cast<size_t>(total));
+  fill(one_in, dtype, count * n, rt.rank());
+  auto one_step = [&](int) {
+    Handle h = *rt.allreduce("fused.one", TensorView{one_in.data(), dtype, {count * n}, kCpuDevice},
+                             TensorView{one_out.data(), dtype, {count * n}, kCpuDevice}, op);
+    (void)rt.wait(h);
+    rt.release(h);
+  };
+  for (int i = 0; i < o.warmup; ++i) one_step(i);
+  const auto [step_s, one_s] = timed_interleaved(o.fused_iters, korovod_step, one_step);
+  row.korovod_us = step_s * 1e6;
+  row.one_us = one_s * 1e6;
+  row.verified = verified_outputs() && verify(one_out, dtype, count * n, op, rt.size()) && row.verified;
   row.korovod_busbw_gbs = busbw_gbs(total, rt.size(), row.korovod_us / 1e6);
   row.mpi_busbw_gbs = busbw_gbs(total, rt.size(), row.mpi_us / 1e6);
   return row;

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "bench.h"
 #include "korovod/mpi.h"
@@ -39,6 +40,12 @@ std::string format_table(const std::vector<Row>& rows, int ranks, double cycle_t
                        f && r.korovod_us > 0 ? fmt::format("{:.3f}", r.floor_us / r.korovod_us) : "-",
                        r.verified ? "ok" : "WRONG");
   }
+  for (const Row& r : rows) {
+    if (r.one_us <= 0) continue;
+    out += fmt::format("{} {}: step {:.1f} us, one korovod allreduce of the same {} KiB {:.1f} us (alternating, "
+                       "same buffers each time): step/one {:.3f}\n",
+                       r.workload, r.dtype, r.korovod_us, r.bytes * r.tensors >> 10, r.one_us, r.korovod_us / r.one_us);
+  }
   return out;
 }
 
@@ -48,7 +55,7 @@ std::string to_json(const std::vector<Row>& rows, int ranks, double cycle_time_m
     j["rows"].push_back({{"workload", r.workload}, {"dtype", r.dtype}, {"bytes", r.bytes}, {"tensors", r.tensors},
                          {"korovod_us", r.korovod_us}, {"mpi_us", r.mpi_us},
                          {"korovod_busbw_gbs", r.korovod_busbw_gbs}, {"mpi_busbw_gbs", r.mpi_busbw_gbs}, {"memcpy_gbs", r.memcpy_gbs},
-                         {"floor_us", r.floor_us},
+                         {"floor_us", r.floor_us}, {"one_us", r.one_us},
                          {"speedup_vs_mpi", r.korovod_us > 0 ? r.mpi_us / r.korovod_us : 0.0},
                          {"gloo_us", r.gloo_us}, {"gloo_busbw_gbs", r.gloo_busbw_gbs},
                          {"speedup_vs_gloo", r.korovod_us > 0 && r.gloo_us > 0 ? r.gloo_us / r.korovod_us : 0.0},
@@ -128,11 +135,29 @@ int run(const bench::Options& o) {
       all_verified = all_verified && rows.back().verified;
     }
   }
+  std::optional<bench::IdleCpu> idle;
+  if (o.idle_seconds > 0) idle = bench::measure_idle_cpu(runtime, o.idle_seconds, o.compute_seconds);
   const double cycle = runtime.config().cycle_time_ms;
   if (runtime.rank() == 0) {
     fmt::print("korovod data planes, first enabled wins: {}\n", fmt::join(runtime.backend_names(), ", "));
     fmt::print("{}", bench::format_table(rows, runtime.size(), cycle));
-    if (!o.json_path.empty()) std::ofstream(o.json_path) << bench::to_json(rows, runtime.size(), cycle) << "\n";
+    if (idle) {
+      fmt::print("idle: {:.1f} ms of CPU per rank (most) while sleeping {} s between allreduces\n"
+                 "waiting: {:.1f} ms of CPU per waiting rank (most) while the last rank computed {} s; that rank's "
+                 "own process used {:.1f} ms beyond its computing thread, and the computation took {:.1f} ms\n",
+                 idle->idle_cpu_ms, idle->idle_seconds, idle->waiting_cpu_ms, idle->compute_seconds,
+                 idle->computing_extra_cpu_ms, idle->compute_wall_ms);
+    }
+    if (!o.json_path.empty()) {
+      nlohmann::json j = nlohmann::json::parse(bench::to_json(rows, runtime.size(), cycle));
+      if (idle) {
+        j["idle"] = {{"idle_seconds", idle->idle_seconds}, {"idle_cpu_ms", idle->idle_cpu_ms},
+                     {"compute_seconds", idle->compute_seconds}, {"waiting_cpu_ms", idle->waiting_cpu_ms},
+                     {"computing_extra_cpu_ms", idle->computing_extra_cpu_ms},
+                     {"compute_wall_ms", idle->compute_wall_ms}};
+      }
+      std::ofstream(o.json_path) << j.dump(2) << "\n";
+    }
   }
   Status down = runtime.shutdown();
   if (!down.is_ok()) fmt::print(stderr, "korovod-bench: shutdown: {}\n", down.to_string());
@@ -165,6 +190,10 @@ int main(int argc, char** argv) {
                "each timed iteration of every variant also reads its output once (sweep rows)");
   app.add_flag("!--no-data-plane", o.data_plane, "skip timing the data plane without the engine (shared memory; TCP with KOROVOD_CPU_OPERATIONS=tcp)");
   app.add_flag("!--no-gloo", o.gloo, "skip the Gloo peer (ring allreduce over TCP on loopback)");
+  app.add_option("--idle-seconds", o.idle_seconds,
+                 "also measure korovod's CPU use while ranks sleep this long between allreduces, and while "
+                 "all but the last rank wait for it to compute --compute-seconds (0: skip)")->capture_default_str();
+  app.add_option("--compute-seconds", o.compute_seconds, "see --idle-seconds")->capture_default_str();
   app.add_option("--json", o.json_path, "also write the results as JSON here");
   CLI11_PARSE(app, argc, argv);  // before MPI, so --help works without mpirun
 
