@@ -250,3 +250,24 @@ def test_allgather_object_carries_lambdas():
     values = [function(1) for function in functions]
     check_on_all_ranks(assert_same_values, values, [10 + r for r in range(hvd.size())],
                        'allgathered lambdas')
+
+
+def test_broadcast_and_allgather_object_within_a_process_set():
+    # Horovod's test_broadcast_object_process_sets, and allgather_object over the same sets.
+    if hvd.size() == 1:
+        pytest.skip('process sets of the even and the odd ranks need 2 ranks or more')
+    evens = [r for r in range(hvd.size()) if r % 2 == 0]
+    odds = [r for r in range(hvd.size()) if r % 2 == 1]
+    even_set, odd_set = hvd.add_process_set(evens), hvd.add_process_set(odds)
+    process_set, ranks = (even_set, evens) if hvd.rank() % 2 == 0 else (odd_set, odds)
+    try:
+        expected = {'hello': 123, 0: [1, 2], 'set': ranks}
+        mine = expected if hvd.rank() == ranks[0] else {}
+        received = hvd.broadcast_object(mine, root_rank=ranks[0], process_set=process_set)
+        gathered = hvd.allgather_object(hvd.rank() * 10, process_set=process_set)
+        check_on_all_ranks(lambda: (assert_same_values(received, expected, 'broadcast_object'),
+                                    assert_same_values(gathered, [r * 10 for r in ranks],
+                                                       'allgather_object')))
+    finally:
+        hvd.remove_process_set(odd_set)
+        hvd.remove_process_set(even_set)

@@ -509,3 +509,30 @@ def test_a_discarded_optimizer_stops_reducing_the_models_gradients():
         loss_of(model, batch_of(hvd.rank(), step=step)).backward()
         optimizer.step()
         check_gradients(model, expected_reduction(start, steps=(step,)))
+
+
+@pytest.fixture
+def my_half():
+    """The even and the odd ranks as two process sets; yields (this rank's set, its ranks)."""
+    if hvd.size() == 1:
+        pytest.skip('process sets of the even and the odd ranks need 2 ranks or more')
+    evens = [r for r in range(hvd.size()) if r % 2 == 0]
+    odds = [r for r in range(hvd.size()) if r % 2 == 1]
+    even_set, odd_set = hvd.add_process_set(evens), hvd.add_process_set(odds)
+    yield (even_set, evens) if hvd.rank() % 2 == 0 else (odd_set, odds)
+    hvd.remove_process_set(odd_set)
+    hvd.remove_process_set(even_set)
+
+
+@pytest.mark.parametrize('groups', [None, 2], ids=['per-tensor', 'grouped'])
+def test_process_set_averages_over_its_ranks_only(my_half, groups):
+    # Horovod's test_optimizer_process_sets, checked against each set's own average.
+    process_set, ranks = my_half
+    model = make_model()
+    before = snapshot(model)
+    optimizer = distributed(model, process_set=process_set, groups=groups)
+    loss_of(model, batch_of(hvd.rank())).backward()
+    optimizer.step()
+    per_rank = per_rank_gradients(before)
+    expected = {name: sum(per_rank[r][name] for r in ranks) / len(ranks) for name in per_rank[0]}
+    check_gradients(model, expected)

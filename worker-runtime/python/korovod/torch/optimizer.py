@@ -212,9 +212,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _grad_ready(self, p: torch.Tensor) -> None:
         """Runs once per parameter per backward pass: keep it short."""
-        delay = self._allreduce_delay.get(p)
-        if delay is None:  # not ours: a copy of a parameter (copy.deepcopy keeps tensor hooks)
-            return
+        delay = self._allreduce_delay[p]
         if delay <= 0:
             raise AssertionError(_TOO_MANY_PASSES)
         delay -= 1
