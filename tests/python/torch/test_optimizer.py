@@ -82,7 +82,19 @@ def check_gradients(model, expected, rtol=1e-12, atol=1e-12):
     check_on_all_ranks(check)
 
 
-def test_step_applies_the_average_of_all_ranks_gradients():
+@pytest.fixture(params=['post_accumulate_grad_hook', 'grad_accumulator_hook'])
+def hook_kind(request, monkeypatch):
+    """Each way DistributedOptimizer can hook gradients; torch >= 2.1 runs both."""
+    if request.param == 'post_accumulate_grad_hook':
+        if not optimizer_module._HAS_POST_ACCUMULATE_GRAD_HOOK:
+            pytest.skip('torch %s has no register_post_accumulate_grad_hook (torch >= 2.1)'
+                        % torch.__version__)
+    else:
+        monkeypatch.setattr(optimizer_module, '_HAS_POST_ACCUMULATE_GRAD_HOOK', False)
+    return request.param
+
+
+def test_step_applies_the_average_of_all_ranks_gradients(hook_kind):
     model = make_model()
     before = snapshot(model)
     optimizer = distributed(model, lr=0.5)
@@ -476,7 +488,7 @@ def started_during_backward(model, forward):
     return seen
 
 
-def test_allreduces_start_while_backward_is_running():
+def test_allreduces_start_while_backward_is_running(hook_kind):
     if hvd.size() == 1:
         pytest.skip(ONE_RANK)
     model = make_model()
