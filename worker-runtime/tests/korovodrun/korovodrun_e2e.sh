@@ -3,13 +3,18 @@
 #   korovodrun_e2e.sh <korovodrun> <rt_tcp_worker> local NP   NP korovod ranks on this host
 #   korovodrun_e2e.sh <korovodrun> <rt_tcp_worker> hosts      -H with two local "hosts": the
 #                                                             exported and the runtime's topology
+#   korovodrun_e2e.sh <korovodrun> <rt_tcp_worker> tuning     timeline and autotune flags reach
+#                                                             the runtime (files written)
 #   korovodrun_e2e.sh <korovodrun> <rt_tcp_worker> fail       a rank exits 3: korovodrun exits 3,
 #                                                             the other ranks are gone
 #   korovodrun_e2e.sh <korovodrun> <rt_tcp_worker> sigint     SIGINT: 130, every rank gone
+#   korovodrun_e2e.sh <korovodrun> <rt_tcp_worker> kill9      korovodrun SIGKILLed: its guard
+#                                                             still ends every rank's group
 #   korovodrun_e2e.sh <korovodrun> <rt_tcp_worker> ssh        a second "host" over ssh (own sshd
 #                                                             on 127.0.0.2; exit 77 where it
 #                                                             cannot run)
 #   korovodrun_e2e.sh <korovodrun> <rt_mpi_test> mpi          --mpi under real mpirun
+#   korovodrun_e2e.sh <korovodrun> - cli                      --help, -cb, usage errors
 set -uo pipefail
 korovodrun=$1
 worker=$2
@@ -72,6 +77,16 @@ run_hosts() {
   expect_line "$work/out" '^\[2\]<stdout>:\[rank 2\] TCP-WORKER-OK size 3 local 0/1 cross 1/2' "rank 2 topology"
 }
 
+run_tuning() {
+  "$korovodrun" -np 2 --timeline-filename "$work/timeline.json" --timeline-mark-cycles --autotune \
+    --autotune-log-file "$work/autotune.csv" --cycle-time-ms 2 --fusion-threshold-mb 4 "$worker" >"$work/out" 2>&1
+  local rc=$?
+  cat "$work/out"
+  [ $rc -eq 0 ] || fail "korovodrun with tuning flags exited $rc"
+  expect_line "$work/timeline.json" '"name": "CYCLE_START"' "--timeline-mark-cycles in the timeline"
+  expect_line "$work/autotune.csv" '^sample,fusion_threshold_bytes,cycle_time_ms' "--autotune-log-file's header"
+}
+
 run_fail() {
   "$korovodrun" -np 3 sh -c "$(rank_script 1 'sleep 1; echo rank-one-fails; exit 3')" >"$work/out" 2>&1
   local rc=$?
@@ -92,6 +107,19 @@ run_sigint() {
   cat "$work/out"
   [ $rc -eq 130 ] || fail "korovodrun exited $rc after SIGINT, expected 130"
   expect_none_left "after SIGINT"
+}
+
+run_kill9() {
+  # The marker sits in a grandchild of each rank: only the guard reaches it.
+  "$korovodrun" -np 2 sh -c "sh -c 'sleep 60; : $marker' & wait" >"$work/out" 2>&1 &
+  local pid=$!
+  wait_for_count 3  # korovodrun and the 2 grandchildren
+  kill -KILL $pid
+  wait $pid 2>/dev/null
+  local i
+  for i in $(seq 100); do [ -z "$(left_behind)" ] && return 0; sleep 0.1; done
+  ps -o pid,pgid,args -p "$(left_behind | paste -sd,)" >&2
+  fail "after SIGKILL to korovodrun: processes with the marker are still running"
 }
 
 start_sshd() {  # sets ssh_port, ssh_key; puts an ssh wrapper first on PATH
@@ -189,13 +217,36 @@ run_mpi() {
   expect_line "$work/out" '^\[1,0\]<stdout>:rt_mpi_test np=2: all checks passed' "rt_mpi_test's verdict"
 }
 
+run_cli() {
+  "$korovodrun" --help >"$work/help" 2>&1 || fail "--help exited non-zero"
+  local flag
+  for flag in -np --num-proc -cb --check-build -H --hosts --hostfile -p --ssh-port -i --ssh-identity-file \
+    --network-interface --network-interfaces --start-timeout --timeline-filename --timeline-mark-cycles --autotune \
+    --autotune-log-file --cycle-time-ms --fusion-threshold-mb --verbose --mpi --tcp --help; do
+    grep -q -- "$flag\b" "$work/help" || { cat "$work/help"; fail "--help does not mention $flag"; }
+  done
+  "$korovodrun" -cb >"$work/cb" 2>&1 || fail "-cb exited non-zero"
+  cat "$work/cb"
+  expect_line "$work/cb" '^ +\[X\] TCP' "-cb's controllers"
+  expect_line "$work/cb" '^ +\[X\] shared memory' "-cb's tensor operations"
+  "$korovodrun" -np 2 >"$work/usage" 2>&1
+  [ $? -eq 2 ] || fail "no command: expected exit 2"
+  expect_line "$work/usage" '^korovodrun: no command given' "the usage error"
+  "$korovodrun" -np 5 -H localhost:2,127.0.0.1:2 true >"$work/slots" 2>&1
+  [ $? -eq 1 ] || fail "too few slots: expected exit 1"
+  expect_line "$work/slots" '^korovodrun: -np 5 is more than the 4 slots of the hosts \(localhost:2,127.0.0.1:2\)$' "slots"
+}
+
 case $mode in
   local) run_local ;;
   hosts) run_hosts ;;
+  tuning) run_tuning ;;
   fail) run_fail ;;
   sigint) run_sigint ;;
+  kill9) run_kill9 ;;
   ssh) run_ssh ;;
   mpi) run_mpi ;;
+  cli) run_cli ;;
   *) fail "unknown mode $mode" ;;
 esac
 echo "korovodrun $mode: passed"

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "job_signals.h"
 #include "mpirun_command.h"
+#include "orphan_guard.h"
 #include "rank_env.h"
 #include "tcp_launch.h"
 
@@ -43,7 +44,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (o.controller == Controller::kMpi) return run_under_mpirun(o, caller_env);
-  const JobSignalBlock signals;  // before the store's thread starts: it inherits the mask
+  SupervisorOptions supervision;
+  supervision.verbose = o.verbose;
   ConsoleSink console;
-  return run_tcp_job(o, caller_env, console);
+  // Both before the store's thread starts: the guard is forked, and the thread inherits the mask.
+  korovod::Result<std::unique_ptr<OrphanGuard>> guard = OrphanGuard::start(supervision.grace);
+  if (!guard.is_ok()) say(console, fmt::format("no guard for the ranks if korovodrun is killed: {}", guard.status().message()));
+  const JobSignalBlock signals;
+  return run_tcp_job(o, caller_env, console, supervision, guard.is_ok() ? guard->get() : nullptr);
 }

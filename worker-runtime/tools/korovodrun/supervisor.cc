@@ -40,8 +40,9 @@ std::string quoted_command(const std::vector<std::string>& argv) {
 
 class Job {
  public:
-  Job(const std::vector<RankLaunch>& launches, OutputSink& sink, const SupervisorOptions& options)
-      : sink_(sink), options_(options) {
+  Job(const std::vector<RankLaunch>& launches, OutputSink& sink, const SupervisorOptions& options,
+      GroupWatcher* watcher)
+      : sink_(sink), options_(options), watcher_(watcher) {
     for (const RankLaunch& l : launches) ranks_.push_back(std::make_unique<RankState>(l, sink));
   }
 
@@ -79,6 +80,7 @@ class Job {
       }
       r->child = std::move(child).value();
       r->started = true;
+      if (watcher_) watcher_->watch(r->child.pid);
     }
   }
 
@@ -172,6 +174,7 @@ class Job {
       while (waitpid(r->child.pid, &status, 0) < 0 && errno == EINTR) {
       }
       r->exit_code = exit_code_from_wait_status(status);
+      if (watcher_) watcher_->forget(r->child.pid);
       r->child.in.reset();
       on_rank_exit(*r);
     }
@@ -214,6 +217,7 @@ class Job {
 
   OutputSink& sink_;
   const SupervisorOptions& options_;
+  GroupWatcher* watcher_;
   std::vector<std::unique_ptr<RankState>> ranks_;
   bool ending_ = false;
   std::optional<int> stop_signal_;
@@ -223,8 +227,9 @@ class Job {
 
 }  // namespace
 
-int supervise(const std::vector<RankLaunch>& ranks, OutputSink& sink, const SupervisorOptions& options) {
-  return Job(ranks, sink, options).run();
+int supervise(const std::vector<RankLaunch>& ranks, OutputSink& sink, const SupervisorOptions& options,
+              GroupWatcher* watcher) {
+  return Job(ranks, sink, options, watcher).run();
 }
 
 }  // namespace korovod::launcher

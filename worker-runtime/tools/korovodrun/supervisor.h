@@ -14,6 +14,7 @@
 
 #include "child_process.h"
 #include "line_prefixer.h"
+#include "orphan_guard.h"
 
 namespace korovod::launcher {
 
@@ -36,7 +37,9 @@ struct SupervisorOptions {
 };
 
 // korovodrun's exit code: 128 + the signal that stopped the job; else the exit code of the
-// first rank that failed (128 + signal for a killed rank); else 0.
-int supervise(const std::vector<RankLaunch>& ranks, OutputSink& sink, const SupervisorOptions& options);
+// first rank that failed (128 + signal for a killed rank); else 0. `watcher` (when given) hears
+// of every rank's process group as it starts and after it is gone.
+int supervise(const std::vector<RankLaunch>& ranks, OutputSink& sink, const SupervisorOptions& options,
+              GroupWatcher* watcher = nullptr);
 
 }  // namespace korovod::launcher

@@ -60,7 +60,8 @@ std::string current_directory() {
 
 }  // namespace
 
-int run_tcp_job(const LaunchOptions& o, const EnvMap& caller_env, OutputSink& sink) {
+int run_tcp_job(const LaunchOptions& o, const EnvMap& caller_env, OutputSink& sink,
+                const SupervisorOptions& supervision, GroupWatcher* watcher) {
   auto fail = [&sink](const Status& s) {
     say(sink, s.message());
     return 1;
@@ -88,12 +89,10 @@ int run_tcp_job(const LaunchOptions& o, const EnvMap& caller_env, OutputSink& si
   in.rendezvous = {*address, (*store)->port()};
   if (o.verbose) say(sink, fmt::format("rendezvous store at {}:{}", in.rendezvous.address, in.rendezvous.port));
 
-  SupervisorOptions supervision;
-  supervision.verbose = o.verbose;
   in.caller_env = caller_env;
   in.cwd = current_directory();
   in.grace_seconds = static_cast<int>(std::chrono::ceil<std::chrono::seconds>(supervision.grace).count());
-  return supervise(plan_ranks(o, *slots, in), sink, supervision);
+  return supervise(plan_ranks(o, *slots, in), sink, supervision, watcher);
 }
 
 }  // namespace korovod::launcher

@@ -33,7 +33,8 @@ std::vector<RankLaunch> plan_ranks(const LaunchOptions& options, const std::vect
                                    const RankPlanInputs& inputs);
 
 // The whole job; returns korovodrun's exit code. Errors before any rank starts are reported on
-// `sink` and give 1. Expects the job signals blocked (JobSignalBlock).
-int run_tcp_job(const LaunchOptions& options, const EnvMap& caller_env, OutputSink& sink);
+// `sink` and give 1. Expects the job signals blocked (JobSignalBlock). `watcher`: see supervise().
+int run_tcp_job(const LaunchOptions& options, const EnvMap& caller_env, OutputSink& sink,
+                const SupervisorOptions& supervision, GroupWatcher* watcher);
 
 }  // namespace korovod::launcher
