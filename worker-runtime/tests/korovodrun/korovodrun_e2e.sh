@@ -169,12 +169,11 @@ run_ssh() {
   expect_line "$work/out" '^\[3\]<stdout>:\[rank 3\] TCP-WORKER-OK size 4 local 1/2 cross 1/2' "remote rank 3"
   expect_line "$work/out" '^\[0\]<stdout>:\[rank 0\] TCP-WORKER-OK size 4 local 0/2 cross 0/2' "local rank 0"
 
-  # A local rank fails: the remote ones end through their closed stdin.
-  "$korovodrun" -np 3 -H 127.0.0.1:1,127.0.0.2:2 "${ssh_flags[@]}" sh -c "$(rank_script 0 'sleep 2; exit 3')" \
-    >"$work/out" 2>&1 &
-  local pid=$!
-  wait_for_count 5  # korovodrun, 2 ssh clients, 2 remote ranks (the local rank 0 too)
-  wait $pid
+  # A local rank fails once both remote ranks run: they end through their closed stdin.
+  local up="$work/up"
+  "$korovodrun" -np 3 -H 127.0.0.1:1,127.0.0.2:2 "${ssh_flags[@]}" sh -c \
+    "if [ \$HOROVOD_RANK = 0 ]; then until [ -e $up.1 ] && [ -e $up.2 ]; do sleep 0.1; done; exit 3; fi; touch $up.\$HOROVOD_RANK; sleep 60; : $marker" \
+    >"$work/out" 2>&1
   rc=$?
   cat "$work/out"
   [ $rc -eq 3 ] || fail "local rank failed: korovodrun exited $rc, expected 3"
@@ -190,7 +189,7 @@ run_ssh() {
 
   # SIGINT with ranks on both hosts.
   "$korovodrun" -np 2 -H 127.0.0.1:1,127.0.0.2:1 "${ssh_flags[@]}" sh -c "sleep 60; : $marker" >"$work/out" 2>&1 &
-  pid=$!
+  local pid=$!
   wait_for_count 4  # korovodrun, local rank, ssh client, remote rank
   kill -INT $pid
   wait $pid

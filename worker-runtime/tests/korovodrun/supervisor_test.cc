@@ -70,11 +70,12 @@ TEST(Supervisor, FirstFailureEndsTheOtherRanks) {
   RecordingSink sink;
   const std::string marker = unique_marker();
   const auto start = Clock::now();
-  const int code = supervise({shell_rank(0, "sleep 30; : " + marker), shell_rank(1, "sleep 0.2; exit 3"),
-                              shell_rank(2, "sleep 30; : " + marker)},
+  const int code = supervise({shell_rank(0, "trap 'echo got-sigterm; exit 0' TERM; sleep 30 & wait; : " + marker),
+                              shell_rank(1, "sleep 0.2; exit 3"), shell_rank(2, "sleep 30; : " + marker)},
                              sink, quick());
   EXPECT_EQ(code, 3);
   EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_NE(sink.out().find("[0]<stdout>:got-sigterm\n"), std::string::npos) << "SIGTERM first: " << sink.out();
   EXPECT_NE(sink.err().find("korovodrun: rank 1 on localhost exited with code 3: ending the other ranks"),
             std::string::npos)
       << sink.err();
@@ -121,6 +122,28 @@ TEST(Supervisor, SigintEndsEveryRankWith130) {
   interrupter.join();
   EXPECT_EQ(code, 130);
   EXPECT_NE(sink.err().find("korovodrun: got SIGINT: ending every rank"), std::string::npos) << sink.err();
+  EXPECT_TRUE(processes_with(marker).empty());
+}
+
+TEST(Supervisor, SignalWhileEndingKillsAtOnceAndKeepsTheFailureCode) {
+  const JobSignalBlock block;
+  RecordingSink sink;
+  const std::string marker = unique_marker();
+  SupervisorOptions slow_grace = quick();
+  slow_grace.grace = std::chrono::seconds(20);
+  std::thread interrupter([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    kill(getpid(), SIGTERM);
+  });
+  const auto start = Clock::now();
+  const int code = supervise(
+      {shell_rank(0, "trap '' TERM; while :; do sleep 0.05; done; : " + marker), shell_rank(1, "sleep 0.2; exit 6")}, sink,
+      slow_grace);
+  interrupter.join();
+  EXPECT_EQ(code, 6);
+  EXPECT_LT(seconds_since(start), 5.0) << "the signal must not wait for the 20 s grace period";
+  EXPECT_NE(sink.err().find("korovodrun: got SIGTERM while ending the job: killing every rank now"), std::string::npos)
+      << sink.err();
   EXPECT_TRUE(processes_with(marker).empty());
 }
 

@@ -38,13 +38,17 @@ Result<std::pair<tcp::Fd, tcp::Fd>> make_pipe() {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   execve(program, argv, envp);
-  const char* reason = std::strerror(errno);
+  // strerror() is not async-signal-safe: the errno number, written by hand.
+  char digits[16];
+  int n = 0;
+  for (int e = errno; e > 0 && n < 15; e /= 10) digits[15 - ++n] = static_cast<char>('0' + e % 10);
   const char prefix[] = "korovodrun: cannot execute ";
+  const char middle[] = " (errno ";
   (void)!write(2, prefix, sizeof prefix - 1);
   (void)!write(2, program, std::strlen(program));
-  (void)!write(2, ": ", 2);
-  (void)!write(2, reason, std::strlen(reason));
-  (void)!write(2, "\n", 1);
+  (void)!write(2, middle, sizeof middle - 1);
+  (void)!write(2, digits + 15 - n, static_cast<size_t>(n));
+  (void)!write(2, ")\n", 2);
   _exit(127);
 }
 

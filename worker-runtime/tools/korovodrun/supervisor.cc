@@ -147,13 +147,14 @@ class Job {
   void handle_signals(JobSignalFd& signals) {
     while (std::optional<int> sig = signals.next()) {
       if (*sig == SIGCHLD) continue;  // reap() looks at every rank after each wake-up anyway
-      if (!stop_signal_) {
-        stop_signal_ = *sig;
-        const char* name = sigabbrev_np(*sig);
-        say(sink_, fmt::format("got SIG{}: ending every rank", name ? name : std::to_string(*sig)));
+      const char* abbrev = sigabbrev_np(*sig);
+      const std::string name = abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", *sig);
+      if (!ending_) {
+        stop_signal_ = *sig;  // the exit code; a rank that failed before keeps its own
+        say(sink_, fmt::format("got {}: ending every rank", name));
         end_job();
       } else {
-        say(sink_, "got a second signal: killing every rank now");
+        say(sink_, fmt::format("got {} while ending the job: killing every rank now", name));
         for (auto& r : ranks_) r->kill_at = Clock::now();
       }
     }

@@ -36,8 +36,9 @@ struct SupervisorOptions {
   bool verbose = false;  // print each rank's command and every exit
 };
 
-// korovodrun's exit code: 128 + the signal that stopped the job; else the exit code of the
-// first rank that failed (128 + signal for a killed rank); else 0. `watcher` (when given) hears
+// korovodrun's exit code: the exit code of the first rank that failed (128 + signal for a
+// killed rank), or 128 + the signal that stopped the job, whichever came first; else 0. A signal
+// while the job is already ending SIGKILLs every rank at once. `watcher` (when given) hears
 // of every rank's process group as it starts and after it is gone.
 int supervise(const std::vector<RankLaunch>& ranks, OutputSink& sink, const SupervisorOptions& options,
               GroupWatcher* watcher = nullptr);
