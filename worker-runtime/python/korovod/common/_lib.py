@@ -1,0 +1,175 @@
+"""ctypes declarations of libkorovod's C ABI (worker-runtime/include/korovod/c_api.h).
+
+Nothing here is compiled against Python or a framework: one libkorovod.so serves every Python and
+torch version. ctypes.CDLL releases the GIL around each call, which the blocking waits rely on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from ctypes import POINTER, c_char_p, c_double, c_int, c_int32, c_int64, c_void_p
+from pathlib import Path
+from typing import Optional
+
+# Error codes (negative), as in c_api.h.
+OK = 0
+ERR_INVALID_ARGUMENT = -1
+ERR_PRECONDITION = -2
+ERR_ABORTED = -3
+ERR_UNKNOWN = -4
+ERR_IN_PROGRESS = -5
+ERR_NOT_INITIALIZED = -6
+
+# korovod::DataType values.
+UINT8, INT8, UINT16, INT16, INT32, INT64, FLOAT16, FLOAT32, FLOAT64, BOOL, BFLOAT16 = range(11)
+
+# korovod::ReduceOp values (Horovod's hvd.Average ... hvd.Product).
+AVERAGE, SUM, ADASUM, MIN, MAX, PRODUCT = 0, 1, 2, 3, 4, 5
+
+# korovod::RequestType values.
+OP_ALLREDUCE, OP_ALLGATHER, OP_BROADCAST, OP_JOIN = 0, 1, 2, 3
+OP_ALLTOALL, OP_BARRIER, OP_REDUCESCATTER = 5, 6, 7
+
+CONTROLLER_AUTO, CONTROLLER_MPI, CONTROLLER_TCP = 0, 1, 2
+
+ERROR_TEXT_BYTES = 4096
+
+
+class InitOptions(ctypes.Structure):
+    """korovod_init_options."""
+
+    _fields_ = [
+        ("controller", c_int32),
+        ("mpi_comm", c_void_p),
+        ("comm_ranks", POINTER(c_int32)),
+        ("num_comm_ranks", c_int32),
+        ("set_ranks", POINTER(c_int32)),
+        ("set_sizes", POINTER(c_int32)),
+        ("num_sets", c_int32),
+    ]
+
+
+# Opaque pointers (korovod_runtime*, korovod_group*, korovod_event*, DLManagedTensor*) are
+# c_void_p: Python ints cross without a wrapper object per call. So do the shape and splits
+# arrays, passed by address from arrays the caller keeps alive.
+_rt = c_void_p
+_buf = c_void_p
+
+_OP_ARGS = [c_char_p, c_void_p, c_void_p, c_int, c_int, _buf, c_int, c_int, c_double, c_double, c_int,
+            _buf, c_int, c_int, c_void_p]
+
+_SIGNATURES = {
+    # library
+    "korovod_version": ([], c_char_p),
+    "korovod_launched_by_mpi": ([], c_int),
+    "korovod_mpi_available": ([c_char_p, c_int], c_int),
+    # lifecycle
+    "korovod_init_ex": ([POINTER(c_void_p), POINTER(InitOptions), c_char_p, c_int], c_int),
+    "korovod_init": ([POINTER(c_void_p), c_void_p, _buf, _buf, c_int, c_char_p, c_int], c_int),
+    "korovod_shutdown": ([_rt], c_int),
+    "korovod_destroy": ([_rt], None),
+    "korovod_is_initialized": ([_rt], c_int),
+    "korovod_last_error": ([_rt], c_char_p),
+    # queries
+    "korovod_rank": ([_rt], c_int),
+    "korovod_size": ([_rt], c_int),
+    "korovod_local_rank": ([_rt], c_int),
+    "korovod_local_size": ([_rt], c_int),
+    "korovod_cross_rank": ([_rt], c_int),
+    "korovod_cross_size": ([_rt], c_int),
+    "korovod_is_homogeneous": ([_rt], c_int),
+    "korovod_mpi_built": ([], c_int),
+    "korovod_mpi_enabled": ([_rt], c_int),
+    "korovod_mpi_threads_supported": ([], c_int),
+    "korovod_nccl_built": ([], c_int),
+    "korovod_gloo_built": ([], c_int),
+    "korovod_cuda_built": ([], c_int),
+    "korovod_transport_name": ([_rt], c_char_p),
+    "korovod_backend_names": ([_rt], c_char_p),
+    # operations
+    "korovod_enqueue": ([_rt, c_int] + _OP_ARGS, c_int64),
+    "korovod_group_new": ([], c_void_p),
+    "korovod_group_add": ([c_void_p, c_int] + _OP_ARGS, c_int),
+    "korovod_group_enqueue": ([_rt, c_void_p, _buf, c_int], c_int),
+    "korovod_group_free": ([c_void_p], None),
+    "korovod_cuda_event_record": ([c_int, c_void_p, c_char_p, c_int], c_void_p),
+    "korovod_event_free": ([c_void_p], None),
+    # handles
+    "korovod_poll": ([_rt, c_int64], c_int),
+    "korovod_wait": ([_rt, c_int64], c_int),
+    "korovod_wait_for": ([_rt, c_int64, c_double], c_int),
+    "korovod_handle_error": ([_rt, c_int64], c_char_p),
+    "korovod_handle_output": ([_rt, c_int64, POINTER(c_void_p), POINTER(c_int), _buf, c_int], c_int),
+    "korovod_handle_take_dlpack": ([_rt, c_int64, c_int, c_int], c_void_p),
+    "korovod_dlpack_delete": ([c_void_p], None),
+    "korovod_handle_received_splits": ([_rt, c_int64, _buf, c_int], c_int),
+    "korovod_handle_last_joined_rank": ([_rt, c_int64], c_int),
+    "korovod_release": ([_rt, c_int64], None),
+    # process sets
+    "korovod_add_process_set": ([_rt, _buf, c_int], c_int),
+    "korovod_remove_process_set": ([_rt, c_int], c_int),
+    "korovod_process_set_rank": ([_rt, c_int], c_int),
+    "korovod_process_set_size": ([_rt, c_int], c_int),
+    "korovod_process_set_included": ([_rt, c_int], c_int),
+    "korovod_process_set_ids": ([_rt, _buf, c_int], c_int),
+    "korovod_process_set_ranks": ([_rt, c_int, _buf, c_int], c_int),
+    # timeline
+    "korovod_start_timeline": ([_rt, c_char_p, c_int], c_int),
+    "korovod_stop_timeline": ([_rt], c_int),
+}
+
+# The functions an operation needs; a library without them is too old for this package.
+_REQUIRED = ("korovod_init_ex", "korovod_enqueue", "korovod_wait_for", "korovod_handle_take_dlpack",
+             "korovod_group_new")
+
+
+def library_path() -> Path:
+    """$KOROVOD_LIBRARY, else lib/libkorovod.so inside the installed korovod package."""
+    explicit = os.environ.get("KOROVOD_LIBRARY")
+    if explicit:
+        return Path(explicit)
+    return Path(__file__).resolve().parent.parent / "lib" / "libkorovod.so"
+
+
+def _declare(cdll: ctypes.CDLL) -> None:
+    path = getattr(cdll, "_name", "libkorovod")
+    for name, (argtypes, restype) in _SIGNATURES.items():
+        try:
+            fn = getattr(cdll, name)
+        except AttributeError:
+            if name in _REQUIRED:
+                raise ImportError(f"{path} has no {name}: it is older than this korovod Python package; "
+                                  "rebuild libkorovod or point KOROVOD_LIBRARY at a current one") from None
+            continue
+        fn.argtypes = argtypes
+        fn.restype = restype
+
+
+_load_lock = threading.Lock()
+_loaded: list = []  # the one loaded library, filled on first use (kept in a list: no rebinding)
+
+
+def load() -> ctypes.CDLL:
+    """Loads and declares libkorovod once per process."""
+    if _loaded:
+        return _loaded[0]
+    with _load_lock:
+        if not _loaded:
+            path = library_path()
+            if not path.exists():
+                raise ImportError(f"libkorovod not found at {path}; set KOROVOD_LIBRARY to its path "
+                                  "or install the korovod package with its library")
+            cdll = ctypes.CDLL(str(path))
+            _declare(cdll)
+            _loaded.append(cdll)
+    return _loaded[0]
+
+
+def error_buffer() -> ctypes.Array:
+    return ctypes.create_string_buffer(ERROR_TEXT_BYTES)
+
+
+def decode(text: Optional[bytes]) -> str:
+    return text.decode("utf-8", "replace") if text else ""
