@@ -1,0 +1,70 @@
+"""pytest setup for korovod's Python tests. Every test runs on every rank of one job (mpirun -np N,
+korovodrun, or a plain `python -m pytest` as a job of one rank), so every rank collects the same
+tests in the same order and skips them for the same reasons.
+
+Guards against a job that hangs because ranks diverged (a check failed between collectives on one
+rank): the runtime's collective timeout and stall shutdown time are lowered so a collective the
+other ranks never join fails in bounded time, each test starts with hvd.init() (which starts a fresh runtime when the last one
+died) and ends with a barrier that realigns the ranks, and a per-test watchdog
+(KOROVOD_TEST_TIMEOUT_SECONDS, default 300) dumps every thread's stack and exits the process, which
+ends the whole mpirun job.
+"""
+
+import faulthandler
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+_REPO = Path(__file__).resolve().parents[2]
+
+# Configuration the runtime reads at init, set before any test can initialize it. Horovod's
+# test_torch.py sets the first two the same way.
+os.environ.setdefault("HOROVOD_TIMELINE", "DYNAMIC")
+os.environ.setdefault("HOROVOD_DYNAMIC_PROCESS_SETS", "1")
+os.environ.setdefault("KOROVOD_COLLECTIVE_TIMEOUT_SECONDS", "30")
+# A tensor that some ranks never submit (ranks diverged) fails after this long instead of hanging.
+os.environ.setdefault("KOROVOD_STALL_CHECK_TIME_SECONDS", "10")
+os.environ.setdefault("KOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "30")
+
+
+def _use_source_tree_when_not_installed() -> None:
+    try:
+        import korovod  # noqa: F401
+    except ImportError:
+        sys.path.insert(0, str(_REPO / "worker-runtime" / "python"))
+    if "KOROVOD_LIBRARY" not in os.environ:
+        packaged = _REPO / "worker-runtime" / "python" / "korovod" / "lib" / "libkorovod.so"
+        built = _REPO / "build" / "lib" / "libkorovod.so"
+        import korovod
+
+        if not (Path(korovod.__file__).parent / "lib" / "libkorovod.so").exists() and not packaged.exists() \
+                and built.exists():
+            os.environ["KOROVOD_LIBRARY"] = str(built)
+
+
+_use_source_tree_when_not_installed()
+
+_TEST_TIMEOUT_SECONDS = float(os.environ.get("KOROVOD_TEST_TIMEOUT_SECONDS", "300"))
+
+
+@pytest.fixture(autouse=True)
+def _watchdog():
+    faulthandler.dump_traceback_later(_TEST_TIMEOUT_SECONDS, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.fixture(autouse=True)
+def _aligned_ranks():
+    """hvd.init() before the test; a barrier after it, so ranks leave each test together."""
+    import korovod.common.basics as basics
+
+    basics.init()
+    yield
+    if basics.is_initialized():
+        from korovod.torch import barrier
+
+        barrier()
+
