@@ -101,7 +101,11 @@ TEST_F(CApi, OneRankWorldWithoutLauncher) {
   EXPECT_EQ(korovod_is_homogeneous(rt_), 1);
   EXPECT_EQ(korovod_mpi_enabled(rt_), 0);
   EXPECT_STREQ(korovod_transport_name(rt_), "TCP");
+#ifdef KOROVOD_HAVE_NCCL
+  EXPECT_STREQ(korovod_backend_names(rt_), "NCCL,SHM,TCP");  // NCCL for GPU tensors, without MPI too
+#else
   EXPECT_STREQ(korovod_backend_names(rt_), "SHM,TCP");
+#endif
   EXPECT_STREQ(korovod_last_error(rt_), "");
 }
 

@@ -3,6 +3,9 @@
 #include <charconv>
 
 #include "korovod/tcp.h"
+#ifdef KOROVOD_HAVE_NCCL
+#include "transport/nccl/nccl_provider.h"
+#endif
 #include "transport/shm/shm_provider.h"
 #include "transport/tcp/tcp_provider.h"
 #include "transport/tcp/tcp_transport.h"
@@ -80,12 +83,6 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   RuntimeOptions options;
   options.config = std::move(config);
   options.transport = *transport;
-  // Shared memory for sets on one host (unless TCP is forced), TCP for the rest.
-  if (options.config.cpu_operations != "tcp") {
-    const shm::Geometry geometry = shm::geometry_from(options.config);
-    options.backends.push_back(std::make_shared<shm::ShmBackendProvider>(*transport, geometry,
-                                                                         options.config.cpu_operations == "shm"));
-  }
   tcp::TcpOptions tcp_options;
   tcp_options.iface = options.config.tcp_iface;
   tcp_options.segment_bytes = options.config.tcp_segment_bytes;
@@ -93,7 +90,25 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   tcp_options.hierarchical_allreduce = options.config.hierarchical_allreduce;
   tcp_options.host_id = world.host_id;
   tcp_options.shm_geometry = shm::geometry_from(options.config);
-  options.backends.push_back(std::make_shared<tcp::TcpBackendProvider>(*transport, tcp_options));
+  auto tcp_backends = std::make_shared<tcp::TcpBackendProvider>(*transport, tcp_options);
+#ifdef KOROVOD_HAVE_NCCL
+  // GPU tensors: NCCL (enabled for device >= 0 only), its communicators set up over this control
+  // plane, as mpi_runtime_options does over MPI's; hierarchical: NCCL in a host, TCP across.
+  nccl::NcclHierarchy hierarchy;
+  if (options.config.hierarchical_allreduce) {
+    hierarchy.cross = tcp_backends;
+    hierarchy.host_id = world.host_id.empty() ? shm::host_identity() : world.host_id;
+  }
+  options.backends.push_back(
+      std::make_shared<nccl::NcclBackendProvider>(*transport, (*transport)->world().local_rank, std::move(hierarchy)));
+#endif
+  // CPU tensors: shared memory for sets on one host (unless TCP is forced), TCP for the rest.
+  if (options.config.cpu_operations != "tcp") {
+    const shm::Geometry geometry = shm::geometry_from(options.config);
+    options.backends.push_back(std::make_shared<shm::ShmBackendProvider>(*transport, geometry,
+                                                                         options.config.cpu_operations == "shm"));
+  }
+  options.backends.push_back(std::move(tcp_backends));
   options.process_sets = std::move(process_sets);
   return options;
 }
