@@ -1,22 +1,43 @@
 #include "transport/shm/shm_group.h"
 
 #include <fmt/format.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <bit>
 #include <cerrno>
+#include <climits>
 #include <fstream>
 #include <string>
 
 namespace korovod::shm {
 namespace {
 
+static_assert(std::endian::native == std::endian::little, "futex words are the counters' low halves");
+
 // Spin this many times before yielding: long enough to catch a peer that is running on another
 // core (a round is a few microseconds), short enough not to burn the time slice of a peer that
 // shares our core.
 constexpr int kSpins = 256;
-// How often a waiter looks at /proc for a dead peer: bounds the error latency after a crash.
+// Then yield for this long before sleeping: a peer that lost its core for a moment gets it back
+// without a futex round trip; a peer that is busy elsewhere (computing, or waiting itself) is
+// waited for asleep, at no CPU cost.
+constexpr auto kYieldFor = std::chrono::microseconds(50);
+// How often a waiter looks at /proc for a dead peer: bounds the error latency after a crash. A
+// sleeping waiter wakes this often for it (a dead peer posts nothing).
 constexpr auto kLivenessPeriod = std::chrono::milliseconds(20);
+
+// Shared (not process-private) futexes: the words live in segments mapped by several processes.
+void futex_wait(uint32_t* word, uint32_t expected, std::chrono::nanoseconds timeout) {
+  if (timeout.count() <= 0) return;
+  timespec ts{static_cast<time_t>(timeout.count() / 1000000000), static_cast<long>(timeout.count() % 1000000000)};
+  syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void futex_wake_all(uint32_t* word) { syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0); }
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -66,35 +87,64 @@ Status Group::check_peers(int waited_for, Counter c, uint64_t target) {
   return Status::ok();
 }
 
+void Group::post(Counter c, uint64_t value) {
+  const Segment& mine = segments_[rank_];
+  // seq_cst: a waiter first counts itself among the sleepers, then re-reads the counter; so
+  // either it sees this value, or this load sees it and wakes it.
+  mine.counter(c).store(value, std::memory_order_seq_cst);
+  if (mine.sleepers(c).load(std::memory_order_seq_cst) != 0) futex_wake_all(mine.futex_word(c));
+}
+
+void Group::abort_all() {
+  post(Counter::kAborted, 1);
+  // Peers asleep on any of this rank's counters see the flag now rather than at their next
+  // liveness check.
+  for (int c = 0; c < kCounters; ++c) futex_wake_all(segments_[rank_].futex_word(static_cast<Counter>(c)));
+}
+
 Status Group::wait(int rank, Counter c, uint64_t target) {
   if (failed_) return Status::aborted("shared-memory collective: the process set failed earlier");
-  std::atomic_ref<uint64_t> word = segments_[rank].counter(c);
-  std::chrono::steady_clock::time_point give_up{};
-  for (int i = 0; word.load(std::memory_order_acquire) < target; ++i) {
-    if (i < kSpins) {
-      cpu_relax();
-      continue;
-    }
-    sched_yield();
+  const Segment& peer = segments_[rank];
+  std::atomic_ref<uint64_t> word = peer.counter(c);
+  for (int i = 0; i < kSpins; ++i) {
+    if (word.load(std::memory_order_acquire) >= target) return Status::ok();
+    cpu_relax();
+  }
+  using Steady = std::chrono::steady_clock;
+  const Steady::time_point slow_since = Steady::now();
+  Steady::time_point give_up = Steady::time_point::max();
+  if (geometry_.wait_timeout_seconds > 0) {
+    give_up = slow_since + std::chrono::duration_cast<Steady::duration>(
+                               std::chrono::duration<double>(geometry_.wait_timeout_seconds));
+  }
+  for (int i = 0;; ++i) {
+    uint64_t seen = word.load(std::memory_order_acquire);
+    if (seen >= target) return Status::ok();
+    Steady::time_point now{};
     if ((i & 15) == 0) {
-      Status st = check_peers(rank, c, target);
-      if (!st.is_ok()) return st;
-      if (geometry_.wait_timeout_seconds > 0) {
-        const auto now = std::chrono::steady_clock::now();
-        if (give_up == std::chrono::steady_clock::time_point{}) {
-          give_up = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                              std::chrono::duration<double>(geometry_.wait_timeout_seconds));
-        } else if (now >= give_up && word.load(std::memory_order_acquire) < target) {
-          failed_ = true;
-          abort_all();
-          return Status::aborted(fmt::format(
-              "shared-memory collective: rank {} of the process set did not arrive within {} s "
-              "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS)", rank, geometry_.wait_timeout_seconds));
-        }
+      KOROVOD_RETURN_IF_ERROR(check_peers(rank, c, target));
+      now = Steady::now();
+      if (now >= give_up && word.load(std::memory_order_acquire) < target) {
+        failed_ = true;
+        abort_all();
+        return Status::aborted(fmt::format(
+            "shared-memory collective: rank {} of the process set did not arrive within {} s "
+            "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS)", rank, geometry_.wait_timeout_seconds));
       }
     }
+    if (now == Steady::time_point{} || now - slow_since < kYieldFor) {
+      sched_yield();
+      continue;
+    }
+    peer.sleepers(c).fetch_add(1, std::memory_order_seq_cst);
+    seen = word.load(std::memory_order_seq_cst);
+    if (seen < target) {
+      const auto until = std::min(now + kLivenessPeriod, give_up);
+      futex_wait(peer.futex_word(c), static_cast<uint32_t>(seen), until - now);
+    }
+    peer.sleepers(c).fetch_sub(1, std::memory_order_seq_cst);
+    i = -1;  // checks (abort, liveness, time) after every sleep
   }
-  return Status::ok();
 }
 
 Status Group::wait_all(Counter c, uint64_t target) {
@@ -117,6 +167,46 @@ Status Group::acquire_slot(uint64_t round) {
   const uint64_t slots = static_cast<uint64_t>(geometry_.slots);
   if (round < slots) return Status::ok();
   return wait_all(Counter::kConsumed, round - slots + 1);
+}
+
+}  // namespace korovod::shm
+
+namespace korovod::shm {
+
+void Group::ring(int rank) {
+  const Segment& s = segments_[rank];
+  s.counter(Counter::kIdleBell).fetch_add(1, std::memory_order_seq_cst);
+  if (s.sleepers(Counter::kIdleBell).load(std::memory_order_seq_cst) != 0) {
+    futex_wake_all(s.futex_word(Counter::kIdleBell));
+  }
+}
+
+void Group::ring_own() { ring(rank_); }
+
+void Group::ring_sleeping_peers() {
+  for (int r = 0; r < size(); ++r) {
+    if (r != rank_ && segments_[r].sleepers(Counter::kIdleBell).load(std::memory_order_seq_cst) != 0) ring(r);
+  }
+}
+
+bool Group::control_round_pending() const {
+  const uint64_t mine = segments_[rank_].counter(Counter::kControl).load(std::memory_order_seq_cst);
+  for (int r = 0; r < size(); ++r) {
+    if (r != rank_ && segments_[r].counter(Counter::kControl).load(std::memory_order_seq_cst) > mine) return true;
+  }
+  return false;
+}
+
+void Group::sleep_idle(uint64_t seen, double timeout_seconds) {
+  const Segment& mine = segments_[rank_];
+  // Counted among the sleepers first, then the checks: a peer that posts a control round after
+  // them sees the count and rings; one that posted before is seen by control_round_pending.
+  mine.sleepers(Counter::kIdleBell).fetch_add(1, std::memory_order_seq_cst);
+  if (bell() == seen && !control_round_pending()) {
+    futex_wait(mine.futex_word(Counter::kIdleBell), static_cast<uint32_t>(seen),
+               std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(timeout_seconds)));
+  }
+  mine.sleepers(Counter::kIdleBell).fetch_sub(1, std::memory_order_seq_cst);
 }
 
 }  // namespace korovod::shm

@@ -1,7 +1,9 @@
 // The mapped segments of every member of one process set and the synchronisation on their
-// counters: release stores by the owner, acquire loads by the others, spin-then-yield waits
-// (ranks may outnumber free cores, so a waiter must give its core to the rank it waits for),
-// and failure detection while waiting (a peer's abort flag, or its process gone).
+// counters: stores by the owner, acquire loads by the others, and waits that spin briefly, then
+// yield briefly (ranks may outnumber free cores, so a waiter must give its core to the rank it
+// waits for), then sleep on the counter's futex until the owner's post wakes them (a rank that
+// waits for a peer still computing must not take CPU from anyone meanwhile); failure detection
+// while waiting (a peer's abort flag, or its process gone). Also each member's idle doorbell.
 #pragma once
 
 #include <sys/types.h>
@@ -46,7 +48,8 @@ class Group {
     return segments_[rank].slots() + (round % static_cast<uint64_t>(geometry_.slots)) * geometry_.slot_bytes;
   }
   std::byte* control_area(int rank) const { return segments_[rank].control_area(); }
-  void post(Counter c, uint64_t value) { segments_[rank_].counter(c).store(value, std::memory_order_release); }
+  // Publishes `value`, then wakes whoever sleeps on it (a system call only when someone does).
+  void post(Counter c, uint64_t value);
   // A peer's word, after a wait on that peer has ordered its earlier stores before this load.
   uint64_t peer_word(int rank, Counter c) const { return segments_[rank].counter(c).load(std::memory_order_acquire); }
   // Until `rank`'s counter reaches `target`; an error when a peer aborted or died meanwhile.
@@ -56,11 +59,22 @@ class Group {
   // that used the slot last.
   Status acquire_slot(uint64_t round);
   // Marks this rank failed, so that peers waiting on it stop with an error instead of hanging.
-  void abort_all() { post(Counter::kAborted, 1); }
+  void abort_all();
   bool failed() const { return failed_; }
+
+  // The idle doorbell. An idle engine takes bell(), checks its own work, then sleep_idle(): it
+  // returns when the bell moved since (ring_own from another thread, or a peer's
+  // ring_sleeping_peers after it started a control round), when a peer has started a control
+  // round this rank has not joined (control_round_pending), or after the timeout.
+  uint64_t bell() const { return segments_[rank_].counter(Counter::kIdleBell).load(std::memory_order_seq_cst); }
+  void sleep_idle(uint64_t seen, double timeout_seconds);
+  void ring_own();             // any thread of this rank
+  void ring_sleeping_peers();  // after posting a control round
+  bool control_round_pending() const;
 
  private:
   Status check_peers(int waited_for, Counter c, uint64_t target);
+  void ring(int rank);
 
   int rank_;
   std::vector<Segment> segments_;

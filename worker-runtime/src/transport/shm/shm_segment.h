@@ -18,8 +18,12 @@ namespace korovod::shm {
 // kControl counts the negotiation's bit-vector rounds (ShmBackend::allreduce_bits), which run
 // between collectives and so have their own round numbers. kStores is not a counter: rank 0
 // publishes there, one bit per size class, where it favours streaming slot stores (StoreChooser).
-enum class Counter : int { kPosted = 0, kReduced = 1, kConsumed = 2, kAborted = 3, kControl = 4, kStores = 5 };
-inline constexpr int kCounters = 6;
+// kIdleBell is the owner's doorbell: peers (and the owner's own threads) add to it to wake the
+// owner's idle engine (Group::ring / sleep).
+enum class Counter : int {
+  kPosted = 0, kReduced = 1, kConsumed = 2, kAborted = 3, kControl = 4, kStores = 5, kIdleBell = 6
+};
+inline constexpr int kCounters = 7;
 inline constexpr size_t kCacheLine = 64;
 inline constexpr size_t kControlBytes = 4096;  // slots start page-aligned
 // Inside the control block, after the counters: two buffers (even and odd control rounds) for
@@ -46,6 +50,13 @@ class Segment {
 
   std::atomic_ref<uint64_t> counter(Counter c) const {
     return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(base_ + static_cast<int>(c) * kCacheLine));
+  }
+  // The counter's low 32 bits as a futex word (x86-64 is little-endian), for sleeping on it.
+  uint32_t* futex_word(Counter c) const { return reinterpret_cast<uint32_t*>(base_ + static_cast<int>(c) * kCacheLine); }
+  // How many threads (of any member) sleep on the counter's futex word: a post wakes them only
+  // when there are some, so a round between running ranks costs no system call.
+  std::atomic_ref<uint32_t> sleepers(Counter c) const {
+    return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(base_ + static_cast<int>(c) * kCacheLine + 8));
   }
   std::byte* slots() const { return base_ + kControlBytes; }
   std::byte* control_area() const { return base_ + kControlAreaOffset; }
