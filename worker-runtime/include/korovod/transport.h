@@ -95,6 +95,18 @@ class Backend {
   virtual size_t bits_allreduce_words() const { return 0; }
   virtual Status allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp op);
 
+  // Optional: how an idle engine sleeps, offered by a data plane that offers allreduce_bits
+  // (shared memory). The engine takes idle_token(), checks its own work, then calls
+  // idle_wait(token, timeout), which returns once idle_wake() was called after the token (by any
+  // thread of this rank), once another member has started a negotiation round this rank has not
+  // joined (control_round_pending()), or after the timeout; a member that starts a round wakes
+  // the members asleep there. The defaults offer nothing: the engine then cycles on its timer.
+  virtual bool offers_idle_wait() const { return false; }
+  virtual uint64_t idle_token() const { return 0; }
+  virtual void idle_wait(uint64_t token, double timeout_seconds) { (void)token, (void)timeout_seconds; }
+  virtual void idle_wake() {}
+  virtual bool control_round_pending() const { return false; }
+
   // Optional: the pipelining unit of this backend's own collectives (autotune's chunk axis);
   // 0 = back to its configured unit. Called on every member between the same two collectives;
   // a backend clamps it to what its buffers allow. The default ignores it (MPI, NCCL, TCP).

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/autotune.h"
 #include "core/logger.h"
@@ -25,7 +26,8 @@ class EngineParameters {
   // Shared-memory pipelining unit for every backend (Backend::set_chunk_bytes); 0 = untuned.
   int64_t chunk_bytes() const { return params_.chunk_bytes; }
   // Rank 0: the update to send in this cycle's negotiation of the global set ("" = none).
-  std::string take_outgoing() { return std::move(outgoing_); }
+  std::string take_outgoing() { return std::exchange(outgoing_, {}); }
+  bool has_outgoing() const { return !outgoing_.empty(); }  // the next cycle has an update to send
   // After each cycle: what this rank reduced, and the update the global set's negotiation
   // delivered in it ("" = none). Sets *chunk_changed when the update moved the chunk (the caller
   // hands it to the backends before the next cycle).

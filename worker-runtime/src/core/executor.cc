@@ -27,13 +27,14 @@ Status dispatch(OpContext& ctx) {
 
 }  // namespace
 
-std::vector<OpEntry> Executor::take_entries(ProcessSet& set, const Response& response) {
-  std::vector<std::optional<TensorEntry>> taken = set.queue.take(response.names);
-  std::vector<OpEntry> entries(taken.size());
-  for (size_t i = 0; i < taken.size(); ++i) {
-    OpEntry& op = entries[i];
+void Executor::take_entries(ProcessSet& set, const Response& response) {
+  set.queue.take(response.names, taken_);
+  entries_.clear();
+  entries_.resize(taken_.size());
+  for (size_t i = 0; i < taken_.size(); ++i) {
+    OpEntry& op = entries_[i];
     op.name = response.names[i];
-    std::optional<TensorEntry>& entry = taken[i];
+    std::optional<TensorEntry>& entry = taken_[i];
     if (!entry) {
       // Every non-joined rank sent this tensor, so a rank without it has joined.
       op.joined_dummy = true;
@@ -46,20 +47,18 @@ std::vector<OpEntry> Executor::take_entries(ProcessSet& set, const Response& res
     op.ready_event = std::move(entry->ready_event);
     op.handle = entry->handle;
   }
-  return entries;
+  taken_.clear();
 }
 
 void Executor::complete_all(std::vector<OpEntry>& entries, const Status& status) {
-  std::vector<Handle> handles;
-  std::vector<OpOutput> outputs;
-  handles.reserve(entries.size());
-  if (status.is_ok()) outputs.reserve(entries.size());
+  done_handles_.clear();
+  done_outputs_.clear();
   for (auto& e : entries) {
     if (e.joined_dummy) continue;
-    handles.push_back(e.handle);
-    if (status.is_ok()) outputs.push_back(std::move(e.result));
+    done_handles_.push_back(e.handle);
+    if (status.is_ok()) done_outputs_.push_back(std::move(e.result));
   }
-  handles_.complete_many(handles, status, std::move(outputs));
+  handles_.complete_many(done_handles_, status, done_outputs_);
 }
 
 Status Executor::run_collective(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries) {
@@ -125,7 +124,13 @@ Status Executor::wait_until_ready(const std::vector<OpEntry>& entries) const {
 }
 
 Status Executor::execute(ProcessSet& set, const Response& response) {
-  std::vector<OpEntry> entries = take_entries(set, response);
+  take_entries(set, response);
+  Status status = execute_entries(set, response, entries_);
+  entries_.clear();  // keeps the capacity, not the operations' allocators, events and buffers
+  return status;
+}
+
+Status Executor::execute_entries(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries) {
   switch (response.type) {
     case ResponseType::kError: {
       std::erase_if(entries, [](const OpEntry& e) { return e.joined_dummy; });

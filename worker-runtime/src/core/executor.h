@@ -3,6 +3,9 @@
 // then stops); per-operation failures go to the operations' handles.
 #pragma once
 
+#include <optional>
+#include <vector>
+
 #include "algorithms/algorithm.h"
 #include "core/logger.h"
 #include "core/process_set.h"
@@ -20,7 +23,10 @@ class Executor {
   Status execute(ProcessSet& set, const Response& response);
 
  private:
-  std::vector<OpEntry> take_entries(ProcessSet& set, const Response& response);
+  // Into entries_ (reused: a fused response's entries are a large block that, freed every
+  // cycle, made the allocator consolidate and trim the heap every cycle).
+  void take_entries(ProcessSet& set, const Response& response);
+  Status execute_entries(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries);
   void complete_all(std::vector<OpEntry>& entries, const Status& status);
   Status run_collective(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries);
   Status wait_until_ready(const std::vector<OpEntry>& entries) const;
@@ -30,6 +36,12 @@ class Executor {
   HandleTable& handles_;
   const Logger& log_;
   double ready_timeout_s_;
+  // Per-response scratch, reused across cycles (execute() is never re-entered: callbacks that
+  // wait do not run cycles on the thread that is inside one).
+  std::vector<OpEntry> entries_;
+  std::vector<std::optional<TensorEntry>> taken_;
+  std::vector<Handle> done_handles_;
+  std::vector<OpOutput> done_outputs_;
 };
 
 }  // namespace korovod

@@ -52,7 +52,7 @@ bool HandleTable::complete(Handle handle, Status status, OpOutput output) {
 }
 
 void HandleTable::complete_many(const std::vector<Handle>& handles, const Status& status,
-                                std::vector<OpOutput> outputs) {
+                                std::vector<OpOutput>& outputs) {
   std::vector<std::shared_ptr<State>> completing;
   std::vector<DoneCallback> callbacks;
   completing.reserve(handles.size());

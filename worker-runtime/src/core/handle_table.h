@@ -25,8 +25,8 @@ class HandleTable {
   bool complete(Handle handle, Status status, OpOutput output = {});
   // complete() for the operations of one fused response: one lock round trip for all, their
   // callbacks in order, then all done at once with a single wake-up for their waiters.
-  // `outputs` is empty or one per handle.
-  void complete_many(const std::vector<Handle>& handles, const Status& status, std::vector<OpOutput> outputs);
+  // `outputs` is empty or one per handle (moved from).
+  void complete_many(const std::vector<Handle>& handles, const Status& status, std::vector<OpOutput>& outputs);
   void fail_all_pending(const Status& status);
 
   Result<bool> poll(Handle handle) const;

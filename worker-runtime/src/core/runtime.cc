@@ -28,13 +28,7 @@ std::string Runtime::transport_name() const { return impl_->transport_name(); }
 std::vector<std::string> Runtime::backend_names() const { return impl_->backend_names(); }
 const Config& Runtime::config() const { return impl_->config(); }
 
-Result<Handle> Runtime::enqueue(CollectiveArgs args) {
-  std::vector<CollectiveArgs> one;
-  one.push_back(std::move(args));
-  Result<std::vector<Handle>> handles = impl_->enqueue(std::move(one));
-  if (!handles.is_ok()) return handles.status();
-  return handles->front();
-}
+Result<Handle> Runtime::enqueue(CollectiveArgs args) { return impl_->enqueue_one(std::move(args)); }
 
 Result<std::vector<Handle>> Runtime::enqueue_group(std::vector<CollectiveArgs> args) {
   return impl_->enqueue(std::move(args));

@@ -1,20 +1,30 @@
-// Waiting on a handle, and the caller-driven cycles behind it.
+// Waiting on a handle, and the caller-driven cycles behind it; the event-driven waits.
 //
 // A negotiation cycle is a collective matched by order across ranks, not by thread, so any one
 // thread of a rank may run the next cycle. A synchronous collective (enqueue, then wait) would
 // otherwise cost two thread hand-offs per rank: waking the background thread and waking the
 // caller back, each a futex wake-up and a context switch that on a busy node costs more than the
 // shared-memory data path itself. So the waiting thread runs the cycles while the background
-// thread stands by (wait_for_next_cycle), for at most kEagerCycles back to back, and only when
-// every wait in a cycle is one that gives up by itself on a dead or stuck peer (inline_safe():
-// control and data plane in shared memory, and no device tensor submitted so far: NCCL waits do
-// not give up by themselves), since a caller stuck in a collective could not be released by the
-// watchdog as a waiting caller is. A device tensor enqueued while a caller is already driving
-// runs on that caller's thread (NcclBackend sets its device per call); if its operation
-// is still pending then (other ranks have not submitted it yet), it hands pacing back to the
-// background thread and blocks as before. Enqueue then only marks work queued without waking the
-// background thread: whoever waits drives it, poll() wakes it, and its timer picks up the rest
-// within one cycle time (Horovod's own latency for an operation nobody waits on).
+// thread stands by (wait_for_next_cycle), and only when every wait in a cycle is one that gives
+// up by itself on a dead or stuck peer (inline_safe(): control and data plane in shared memory,
+// and no device tensor submitted so far: NCCL waits do not give up by themselves), since a
+// caller stuck in a collective could not be released by the watchdog as a waiting caller is. A
+// device tensor enqueued while a caller is already driving runs on that caller's thread
+// (NcclBackend sets its device per call); if its operation is still pending then (other ranks
+// have not submitted it yet), it hands pacing back to the background thread and blocks as
+// before. Enqueue then only marks work queued without waking the background thread: whoever
+// waits drives it, poll() wakes it, and its timer picks up the rest within one cycle time
+// (Horovod's own latency for an operation nobody waits on).
+//
+// Event mode (the global set negotiates on shared memory, which offers an idle doorbell): a
+// cycle runs only when it has something to do, and whichever thread would run it sleeps on the
+// doorbell meanwhile. Horovod cycles every cycle time whether or not anything is pending; on a
+// node whose cores all train, that costs each rank a wake-up per cycle time, and a rank waiting
+// for a slower one spins through every round. Here a rank that starts a round rings the peers
+// asleep on their doorbells (ShmBackend::allreduce_bits), an enqueue rings its own rank's
+// (once per burst), and an idle rank uses no CPU at all. A waiting caller keeps driving for as
+// long as its operation is pending, asleep between rounds, so it completes on its own thread
+// however late the other ranks come.
 #include <chrono>
 
 #include "core/runtime_impl.h"
@@ -22,9 +32,16 @@
 namespace korovod {
 namespace {
 
-// Back-to-back cycles a waiting caller runs before handing pacing back. Two ranks that submit
-// at about the same time match within one or two cycles; more only burns CPU in a stall.
+using Steady = std::chrono::steady_clock;
+
+// Timer mode: back-to-back cycles a waiting caller runs before handing pacing back. Two ranks
+// that submit at about the same time match within one or two cycles; more only burns CPU in a
+// stall.
 constexpr int kEagerCycles = 4;
+// Event mode: idle threads wake this often only to look again (no cycle).
+constexpr auto kIdleRecheck = std::chrono::seconds(1);
+
+double seconds(Steady::duration d) { return std::chrono::duration<double>(d).count(); }
 
 }  // namespace
 
@@ -37,7 +54,73 @@ bool RuntimeImpl::inline_safe() const {
   return !device_tensors_seen_.load();
 }
 
+Backend* RuntimeImpl::find_idle_plane() const {
+  // Every cycle starts with the global set's round, so a rank that starts one rings everyone
+  // there -- as long as that round runs on the plane's bit-vector allreduce, not the original
+  // control channel (a cache too large for the control block).
+  const auto global = sets_.get(kGlobalProcessSet);
+  if (!global || !global->member() || !global->control_on_data_plane) return nullptr;
+  Backend* plane = global->backend_for(kCpuDevice);
+  const size_t words = 1 + (static_cast<size_t>(std::max(config_.cache_capacity, 0)) + 63) / 64;
+  return plane && plane->offers_idle_wait() && words <= plane->bits_allreduce_words() ? plane : nullptr;
+}
+
+Steady::duration RuntimeImpl::stall_recheck() const {
+  // With tensors waiting for other ranks, a cycle this often anyway: the coordinator's own
+  // period for looking at stalls (Coordinator::stall_check_due), at most a second.
+  double period = 1.0;
+  if (config_.stall_check_enabled) {
+    period = std::min(period, config_.stall_warning_seconds / 4);
+    if (config_.stall_shutdown_seconds > 0) period = std::min(period, config_.stall_shutdown_seconds / 4);
+  }
+  return std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(std::max(period, 1e-3)));
+}
+
+bool RuntimeImpl::has_news() const {
+  return work_queued_.load() || params_pending_.load() || sets_.change_pending();
+}
+
+bool RuntimeImpl::cycle_worth_running(Backend& plane) {
+  if (plane.control_round_pending()) return true;
+  std::lock_guard lock(state_mu_);
+  return has_news() || (!engine_idle_ && Steady::now() >= last_cycle_start_ + stall_recheck());
+}
+
+void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
+  std::unique_lock lock(state_mu_);
+  while (!shutdown_requested_.load() && !loop_done_) {
+    const uint64_t token = plane.idle_token();  // before looking: whatever comes later rings
+    const auto now = Steady::now();
+    Steady::duration sleep = kIdleRecheck;
+    if (!inline_driving_) {
+      if (plane.control_round_pending()) return;  // another rank waits in a round for this one
+      if (has_news()) {
+        // As on the timer: an idle engine starts at once for new work (but leaves a caller that
+        // will run it inline a cycle time first, so a burst of tensors is not split), one with
+        // tensors in flight keeps the cycle time since its last cycle so that tensors arriving
+        // together still fuse.
+        if (news_since_ == Steady::time_point{}) news_since_ = now;
+        const auto start = !engine_idle_                      ? last_cycle_start_ + cycle
+                           : inline_possible_ && !wake_now_ ? news_since_ + cycle
+                                                             : now;
+        if (now >= start) return;
+        state_cv_.wait_until(lock, start);
+        continue;
+      }
+      if (!engine_idle_) {
+        const auto recheck = last_cycle_start_ + stall_recheck();
+        if (now >= recheck) return;
+        sleep = recheck - now;
+      }
+    }
+    lock.unlock();
+    plane.idle_wait(token, seconds(sleep));
+    lock.lock();
+  }
+}
+
 Result<bool> RuntimeImpl::poll(Handle handle) {
+  CallerInside inside(*this);
   Result<bool> done = handles_.poll(handle);
   if (done.is_ok() && !*done) notify_work();
   return done;
@@ -47,17 +130,19 @@ Status RuntimeImpl::wait(Handle handle, std::optional<double> timeout_seconds) {
   // A fused response completes all its handles at once, so after the first wait of a step the
   // others are usually done already: one lock, no cycle driving, no clock read.
   if (std::optional<Status> finished = handles_.finished_status(handle)) return *std::move(finished);
-  using Steady = std::chrono::steady_clock;
   const auto deadline =
       timeout_seconds ? Steady::now() + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(*timeout_seconds))
                       : Steady::time_point::max();
-  if (config_.inline_cycles && cycle_owner_.load() != std::this_thread::get_id()) drive_cycles(handle, deadline);
+  if (config_.inline_cycles && cycle_owner_.load() != std::this_thread::get_id()) {
+    CallerInside inside(*this);
+    drive_cycles(handle, deadline);
+  }
   if (!timeout_seconds) return handles_.wait(handle, std::nullopt);
   const double left = std::chrono::duration<double>(deadline - Steady::now()).count();
   return handles_.wait(handle, left > 0 ? left : 0.0);
 }
 
-void RuntimeImpl::drive_cycles(Handle handle, std::chrono::steady_clock::time_point deadline) {
+void RuntimeImpl::drive_cycles(Handle handle, Steady::time_point deadline) {
   {
     std::lock_guard lock(state_mu_);
     if (inline_driving_ || loop_done_ || loop_exited_ || !running_.load()) return;
@@ -67,19 +152,27 @@ void RuntimeImpl::drive_cycles(Handle handle, std::chrono::steady_clock::time_po
     {
       std::lock_guard lock(state_mu_);
       inline_driving_ = false;
-      work_queued_ = true;
     }
-    state_cv_.notify_all();
+    notify_work();
     return;
   }
   bool pending = true;
   {
     std::lock_guard cycle(cycle_mu_);  // the background thread may be finishing a cycle
-    const bool timed = deadline != std::chrono::steady_clock::time_point::max();
-    for (int n = 0; n < kEagerCycles && (!timed || std::chrono::steady_clock::now() < deadline); ++n) {
+    Backend* plane = idle_plane_.load();
+    for (int n = 0;; ++n) {
       Result<bool> done = handles_.poll(handle);
       pending = done.is_ok() && !*done;
-      if (!pending || loop_done()) break;
+      const auto now = Steady::now();
+      if (!pending || loop_done() || shutdown_requested_.load() || now >= deadline) break;
+      if (!plane && n >= kEagerCycles) break;
+      if (plane && n > 0) {
+        const uint64_t token = plane->idle_token();
+        if (!cycle_worth_running(*plane)) {
+          plane->idle_wait(token, seconds(std::min<Steady::duration>(stall_recheck(), deadline - now)));
+          continue;
+        }
+      }
       if (!run_cycle_locked()) break;
     }
     Result<bool> done = handles_.poll(handle);
@@ -88,10 +181,9 @@ void RuntimeImpl::drive_cycles(Handle handle, std::chrono::steady_clock::time_po
   {
     std::lock_guard lock(state_mu_);
     inline_driving_ = false;
-    if (pending) work_queued_ = true;
   }
   // Only an operation still pending needs the background thread now; otherwise its timer will do.
-  if (pending) state_cv_.notify_all();
+  if (pending) notify_work();
 }
 
 }  // namespace korovod

@@ -117,39 +117,66 @@ Result<TensorEntry> RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet&
   return e;
 }
 
-Result<std::vector<Handle>> RuntimeImpl::enqueue(std::vector<CollectiveArgs> args) {
+Result<std::shared_ptr<ProcessSet>> RuntimeImpl::set_for_enqueue(int set_id) {
   if (has_fatal_.load(std::memory_order_acquire)) return fatal_error();  // no lock per tensor otherwise
   if (!running_) return Status::aborted("korovod is not running (shut down or not initialised)");
-  if (args.empty()) return std::vector<Handle>{};
-  const int set_id = args[0].process_set;
   std::shared_ptr<ProcessSet> set = sets_.get(set_id);
   if (!set) return Status::invalid_argument(fmt::format("unknown process set {}", set_id));
   if (!set->member()) {
     return Status::invalid_argument(fmt::format("rank {} is not in process set {}", world_.rank, set_id));
   }
+  return set;
+}
+
+Result<Handle> RuntimeImpl::enqueue_one(CollectiveArgs args) {
+  CallerInside inside(*this);  // note_work may ring the global set's plane
+  Result<std::shared_ptr<ProcessSet>> set = set_for_enqueue(args.process_set);
+  if (!set.is_ok()) return set.status();
+  const Handle h = handles_.create(std::move(args.on_done));
+  Result<TensorEntry> e = make_entry(args, **set, h, -1, 1);
+  Status st = e.is_ok() ? (*set)->queue.add(std::move(e).value()) : e.status();
+  if (!st.is_ok()) {
+    handles_.release(h);
+    return st;
+  }
+  note_work();
+  return h;
+}
+
+Result<std::vector<Handle>> RuntimeImpl::enqueue(std::vector<CollectiveArgs> args) {
+  CallerInside inside(*this);  // note_work may ring the global set's plane
+  if (args.empty()) return std::vector<Handle>{};
+  const int set_id = args[0].process_set;
+  Result<std::shared_ptr<ProcessSet>> found = set_for_enqueue(set_id);
+  if (!found.is_ok()) return found.status();
+  ProcessSet& set = **found;
   const int group_size = static_cast<int>(args.size());
-  const int group_id = group_size > 1 ? set->next_group_id++ : -1;
+  const int group_id = group_size > 1 ? set.next_group_id++ : -1;
   std::vector<TensorEntry> entries;
   std::vector<Handle> handles;
   entries.reserve(args.size());
   handles.reserve(args.size());
-  for (auto& a : args) {
-    if (a.process_set != set_id) return Status::invalid_argument("a group must use one process set");
-    Handle h = handles_.create(std::move(a.on_done));
-    handles.push_back(h);
-    Result<TensorEntry> e = make_entry(a, *set, h, group_id, group_size);
-    if (!e.is_ok()) {
-      for (Handle created : handles) handles_.release(created);
-      return e.status();
-    }
-    entries.push_back(std::move(e).value());
-  }
-  if (Status st = set->queue.add(std::move(entries)); !st.is_ok()) {
+  auto refuse = [&](Status st) {
     for (Handle created : handles) handles_.release(created);
     return st;
+  };
+  for (auto& a : args) {
+    if (a.process_set != set_id) return refuse(Status::invalid_argument("a group must use one process set"));
+    Handle h = handles_.create(std::move(a.on_done));
+    handles.push_back(h);
+    Result<TensorEntry> e = make_entry(a, set, h, group_id, group_size);
+    if (!e.is_ok()) return refuse(e.status());
+    entries.push_back(std::move(e).value());
   }
+  if (Status st = set.queue.add(std::move(entries)); !st.is_ok()) return refuse(st);
   note_work();
   return handles;
+}
+
+void RuntimeImpl::wake_for_set_change() {
+  // A cycle of the global set carries it (event mode: nothing else would start one).
+  CallerInside inside(*this);
+  if (running_.load()) ring_engine();
 }
 
 Result<int> RuntimeImpl::add_process_set(std::vector<int> ranks) {
@@ -169,7 +196,9 @@ Result<int> RuntimeImpl::add_process_set(std::vector<int> ranks) {
   SetChange change;
   change.add = true;
   change.ranks = std::move(ranks);
-  return sets_.submit_change(std::move(change)).get();
+  std::future<Result<int>> done = sets_.submit_change(std::move(change));
+  wake_for_set_change();
+  return done.get();
 }
 
 Status RuntimeImpl::remove_process_set(int id) {
@@ -183,7 +212,9 @@ Status RuntimeImpl::remove_process_set(int id) {
   SetChange change;
   change.add = false;
   change.id = id;
-  return sets_.submit_change(std::move(change)).get().status();
+  std::future<Result<int>> done = sets_.submit_change(std::move(change));
+  wake_for_set_change();
+  return done.get().status();
 }
 
 }  // namespace korovod

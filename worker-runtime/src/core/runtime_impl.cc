@@ -57,6 +57,7 @@ Status RuntimeImpl::start() {
     sets_.insert(std::move(set).value());
   }
   inline_possible_ = config_.inline_cycles && inline_safe();
+  idle_plane_ = find_idle_plane();
   if (world_.rank == 0) {  // one line: the data planes the global set actually got
     const auto global = sets_.get(0);
     // The negotiation runs where it actually runs: on shared memory once the set has it there.
@@ -81,6 +82,7 @@ Status RuntimeImpl::start() {
 void RuntimeImpl::wait_for_next_cycle() {
   const auto cycle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double, std::milli>(params_->cycle_time_ms()));
+  if (Backend* plane = idle_plane_.load()) return wait_for_news(*plane, cycle);  // runtime_drive.cc
   std::unique_lock lock(state_mu_);
   // Horovod sleeps the remainder of cycle_time since the last cycle start. We do the same while
   // tensors are pending (so tensors arriving together still fuse), but an engine with nothing
@@ -101,7 +103,6 @@ void RuntimeImpl::wait_for_next_cycle() {
     if (now >= next) break;
     state_cv_.wait_until(lock, next);
   }
-  work_queued_ = false;
 }
 
 bool RuntimeImpl::loop_done() const {
@@ -113,6 +114,11 @@ bool RuntimeImpl::run_cycle_locked() {
   {
     std::lock_guard lock(state_mu_);
     last_cycle_start_ = std::chrono::steady_clock::now();
+    // This cycle takes whatever is queued now, whichever thread runs it; what is queued from
+    // here on is news for the next one.
+    work_queued_ = false;
+    news_since_ = {};
+    wake_now_ = false;
   }
   cycle_owner_ = std::this_thread::get_id();
   timeline_.mark_cycle();
@@ -127,6 +133,7 @@ bool RuntimeImpl::run_cycle_locked() {
     loop_done_ = true;
   }
   state_cv_.notify_all();
+  ring_engine();
   return false;
 }
 
@@ -134,16 +141,24 @@ void RuntimeImpl::notify_work() {
   {
     std::lock_guard lock(state_mu_);
     work_queued_ = true;
+    wake_now_ = true;
   }
   state_cv_.notify_all();
+  ring_engine();
 }
 
 void RuntimeImpl::note_work() {
   // With inline cycles the thread that waits runs the cycle; waking the background thread here
   // would only make it race the caller for the cycle (see runtime_drive.cc). Its timed waits
-  // see the flag without a lock taken per enqueued tensor.
+  // see the flag without a lock taken per enqueued tensor; asleep on the doorbell (event mode),
+  // it is rung once for the first request since the last cycle and then leaves the waiting
+  // caller a cycle time to run it, so callers that never wait are still served.
   if (!inline_possible_.load()) return notify_work();
-  work_queued_.store(true);
+  if (!work_queued_.exchange(true)) ring_engine();
+}
+
+void RuntimeImpl::ring_engine() {
+  if (Backend* plane = idle_plane_.load()) plane->idle_wake();
 }
 
 void RuntimeImpl::background_loop() {
@@ -161,6 +176,10 @@ void RuntimeImpl::background_loop() {
     wait_for_next_cycle();
     std::lock_guard cycle(cycle_mu_);  // a waiting caller may be finishing a cycle
     if (loop_done()) break;
+    // Event mode: a caller that drove meanwhile may have run the cycle this thread woke for.
+    if (Backend* plane = idle_plane_.load(); plane && !shutdown_requested_.load() && !cycle_worth_running(*plane)) {
+      continue;
+    }
     // Shutdown is negotiated like any request: the cycle carries it to the other ranks.
     if (!run_cycle_locked()) break;
   }
@@ -225,6 +244,7 @@ bool RuntimeImpl::run_one_cycle() {
       for (const auto& backend : set->backends) backend->set_chunk_bytes(params_->chunk_bytes());
     }
   }
+  params_pending_ = params_->has_outgoing();
   if (apply_change) apply_set_change();
   return true;
 }
@@ -295,6 +315,7 @@ Status RuntimeImpl::shutdown() {
   if (!running_.exchange(false)) return fatal_error();
   shutdown_requested_ = true;
   state_cv_.notify_all();
+  ring_engine();  // the sets are still there: the engine is running until it has exited
   bool exited = false;
   {
     std::unique_lock lock(state_mu_);
@@ -317,6 +338,8 @@ Status RuntimeImpl::shutdown() {
     return fatal_error();
   }
   background_.join();
+  idle_plane_ = nullptr;
+  while (callers_inside_.load() > 0) std::this_thread::yield();  // done with the old plane
   sets_.clear();
   backend_providers_.clear();
   transport_.reset();  // MPI_Finalize here when korovod initialised MPI

@@ -33,6 +33,7 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   std::vector<std::string> backend_names() const { return backend_names_; }
 
   Result<std::vector<Handle>> enqueue(std::vector<CollectiveArgs> args);
+  Result<Handle> enqueue_one(CollectiveArgs args);  // enqueue() of a single operation, no vectors
   HandleTable& handles() { return handles_; }
   // runtime_drive.cc. With KOROVOD_INLINE_CYCLES (the default) the waiting thread runs the
   // negotiation cycles itself while its operation is pending, so a synchronous collective
@@ -54,20 +55,32 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   void wait_for_next_cycle();
   void notify_work();  // wakes the background thread for queued work
   void note_work();    // enqueue: a request was queued (wakes only without inline cycles)
+  void ring_engine();  // wakes whoever sleeps on the idle plane's doorbell (event mode)
   // One cycle on whichever thread holds cycle_mu_ (background or a waiting caller): marks,
   // watchdog, run_one_cycle. false: the engine stops (loop_done_ is set, everyone is woken).
   bool run_cycle_locked() KOROVOD_REQUIRES(cycle_mu_);
   bool run_one_cycle();  // false: leave the loop
   void drive_cycles(Handle handle, std::chrono::steady_clock::time_point deadline);
+  // runtime_drive.cc, event mode: with the global set negotiating on a data plane that offers
+  // an idle doorbell (shared memory), no cycle runs unless it has something to do -- local news
+  // (queued requests, a set change, a parameter update), a round another rank has started, or
+  // the stall inspector's periodic look while tensors wait -- and the threads that would run
+  // cycles sleep on the doorbell meanwhile instead of waking every cycle time.
+  Backend* find_idle_plane() const;
+  bool has_news() const;
+  std::chrono::steady_clock::duration stall_recheck() const;
+  bool cycle_worth_running(Backend& plane);
+  void wait_for_news(Backend& plane, std::chrono::steady_clock::duration cycle);
   bool loop_done() const;
   bool inline_safe() const;  // from the current sets; cached in inline_possible_
-  bool run_set_cycle(ProcessSet& set, bool& stop);
   void apply_set_change();
   void drain(const Status& status);
   void record_fatal(const Status& status);
   void on_watchdog_timeout();
   ProcessSetDeps deps();
   // runtime_enqueue.cc
+  void wake_for_set_change();
+  Result<std::shared_ptr<ProcessSet>> set_for_enqueue(int set_id);
   Result<TensorEntry> make_entry(CollectiveArgs& args, const ProcessSet& set, Handle handle, int group_id,
                                  int group_size);
 
@@ -90,6 +103,17 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   Executor executor_;           // background thread only
   std::unique_ptr<EngineParameters> params_;  // set in start(); background thread only after
 
+  // Event mode: the global set's data plane, whose doorbell idle threads sleep on (null: timer
+  // mode). Callers that may use it count themselves in callers_inside_ (CallerInside); shutdown
+  // clears it and waits for them before the process sets go.
+  std::atomic<Backend*> idle_plane_{nullptr};
+  std::atomic<int> callers_inside_{0};
+  struct CallerInside {
+    explicit CallerInside(RuntimeImpl& r) : self(r) { self.callers_inside_.fetch_add(1); }
+    ~CallerInside() { self.callers_inside_.fetch_sub(1); }
+    RuntimeImpl& self;
+  };
+  std::atomic<bool> params_pending_{false};  // rank 0 has a parameter update for the next cycle
   std::atomic<bool> running_{false};
   std::atomic<bool> shutdown_requested_{false};
   // One negotiation cycle at a time, whichever thread runs it: cycles are collectives matched
@@ -98,7 +122,8 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   std::mutex cycle_mu_;
   std::atomic<std::thread::id> cycle_owner_{};  // the thread inside a cycle (callbacks may wait)
   mutable std::mutex state_mu_;  // guards fatal_, loop_exited_, engine_idle_,
-                                 // inline_driving_, loop_done_, last_cycle_start_
+                                 // inline_driving_, loop_done_, last_cycle_start_, news_since_,
+                                 // wake_now_
   std::condition_variable state_cv_;  // loop exit, shutdown and new-work wake-ups
   bool inline_driving_ = false;  // a waiting caller runs the cycles; the background thread stands by
   bool loop_done_ = false;       // some cycle ended the engine (shutdown agreed, error, watchdog)
@@ -106,6 +131,8 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   std::atomic<bool> inline_possible_{false};
   std::atomic<bool> device_tensors_seen_{false};  // some GPU tensor was enqueued
   std::chrono::steady_clock::time_point last_cycle_start_{};  // paces the background thread
+  std::chrono::steady_clock::time_point news_since_{};  // event mode: news first seen (reset per cycle)
+  bool wake_now_ = false;  // notify_work: no caller will run the next cycle inline (reset per cycle)
   // A request queued since the loop last looked, and whether the last cycle had nothing to do:
   // an idle engine starts a cycle as soon as work arrives instead of sleeping out cycle_time.
   // Set by enqueue without state_mu_ when no wake-up is due (note_work); read under it.

@@ -15,16 +15,18 @@ Status duplicate_name(const Request& r) {
 
 }  // namespace
 
-Status TensorQueue::add(std::vector<TensorEntry> entries) {
+Status TensorQueue::add(TensorEntry e) {
   std::lock_guard lock(mu_);
-  if (entries.size() == 1) {  // the common case: one hash of the name, no set for the batch
-    TensorEntry& e = entries.front();
-    auto [it, inserted] = table_.try_emplace(e.request.name);
-    if (!inserted) return duplicate_name(e.request);
-    queue_.push_back(std::move(e.request));
-    it->second = std::move(e);
-    return Status::ok();
-  }
+  auto [it, inserted] = table_.try_emplace(e.request.name);
+  if (!inserted) return duplicate_name(e.request);
+  queue_.push_back(std::move(e.request));
+  it->second = std::move(e);
+  return Status::ok();
+}
+
+Status TensorQueue::add(std::vector<TensorEntry> entries) {
+  if (entries.size() == 1) return add(std::move(entries.front()));
+  std::lock_guard lock(mu_);
   std::unordered_set<std::string> batch;  // names within a group
   for (const auto& e : entries) {
     if (table_.count(e.request.name) || !batch.insert(e.request.name).second) return duplicate_name(e.request);
@@ -39,7 +41,12 @@ Status TensorQueue::add(std::vector<TensorEntry> entries) {
 
 std::vector<Request> TensorQueue::pop_requests() {
   std::lock_guard lock(mu_);
-  return std::exchange(queue_, {});
+  std::vector<Request> out;
+  out.swap(queue_);
+  // Room for as many as this cycle took: the next burst of enqueues does not regrow the vector
+  // step by step (each step a large allocation and a move of every request so far).
+  queue_.reserve(out.size());
+  return out;
 }
 
 std::optional<TensorEntry> TensorQueue::take(const std::string& name) {
@@ -51,8 +58,9 @@ std::optional<TensorEntry> TensorQueue::take(const std::string& name) {
   return e;
 }
 
-std::vector<std::optional<TensorEntry>> TensorQueue::take(const std::vector<std::string>& names) {
-  std::vector<std::optional<TensorEntry>> out(names.size());
+void TensorQueue::take(const std::vector<std::string>& names, std::vector<std::optional<TensorEntry>>& out) {
+  out.clear();
+  out.resize(names.size());
   std::lock_guard lock(mu_);
   for (size_t i = 0; i < names.size(); ++i) {
     auto it = table_.find(names[i]);
@@ -60,7 +68,6 @@ std::vector<std::optional<TensorEntry>> TensorQueue::take(const std::vector<std:
     out[i] = std::move(it->second);
     table_.erase(it);
   }
-  return out;
 }
 
 bool TensorQueue::in_flight() {

@@ -28,11 +28,12 @@ class TensorQueue {
  public:
   // All or nothing: refuses the batch if any name is pending or repeated within it.
   Status add(std::vector<TensorEntry> entries);
+  Status add(TensorEntry entry);  // one tensor: one hash of its name, no vectors
   std::vector<Request> pop_requests();
   std::optional<TensorEntry> take(const std::string& name);
   // take() for every name of a response under one lock; nullopt where the name is not queued
   // (a joined rank's share). The entries' requests have moved on to the negotiation.
-  std::vector<std::optional<TensorEntry>> take(const std::vector<std::string>& names);
+  void take(const std::vector<std::string>& names, std::vector<std::optional<TensorEntry>>& out);
   std::vector<TensorEntry> take_all();
   // Some tensor has been handed to negotiation and not yet executed (waiting for other ranks).
   bool in_flight();

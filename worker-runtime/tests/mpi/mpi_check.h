@@ -39,6 +39,7 @@ void check_grouped_async_join(Runtime& rt, Checker& c);
 void check_process_sets(Runtime& rt, Checker& c);
 void check_mismatch_errors(Runtime& rt, Checker& c);
 void check_stall(Runtime& rt, Checker& c);
+void check_idle_and_late_ranks(Runtime& rt, Checker& c);
 void check_timeline(Runtime& rt, Checker& c, const std::string& path);
 void check_startup_line(Checker& c, int size);
 

@@ -1,7 +1,10 @@
-// Grouped/async ops, join, process sets, every mismatch error, stalls and the timeline file.
+// Grouped/async ops, join, process sets, every mismatch error, stalls, idle and late ranks and
+// the timeline file.
 #include <mpi.h>
 #include <nlohmann/json.hpp>
+#include <sys/resource.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <set>
@@ -150,6 +153,73 @@ void check_stall(Runtime& rt, Checker& c) {
   // Leave together. Not rt.barrier(): the idle rank would submit it seconds before the others
   // and the stall inspector would (rightly) fail it.
   MPI_Barrier(MPI_COMM_WORLD);
+}
+
+namespace {
+
+double process_cpu_ms() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  return ms(u.ru_utime) + ms(u.ru_stime);
+}
+
+double max_over_ranks(double mine) {
+  double most = 0;
+  MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return most;
+}
+
+Status allreduce_now(Runtime& rt, const std::string& name) {
+  std::vector<float> x(4, 1.f);
+  Result<Handle> h = rt.allreduce(name, f32(x), f32(x));
+  if (!h.is_ok()) return h.status();
+  Status s = rt.wait(*h);
+  rt.release(*h);
+  return s;
+}
+
+}  // namespace
+
+void check_idle_and_late_ranks(Runtime& rt, Checker& c) {
+  // With the negotiation on shared memory the runtime's threads sleep while nothing is to be
+  // negotiated: an idle rank, a rank waiting for a late one and the late rank itself use
+  // (almost) no CPU -- on a node whose cores all train, anything else is taken from training.
+  // (Other control planes cycle on Horovod's timer; their CPU is not checked.)
+  const int rank = rt.rank(), size = rt.size();
+  const std::string forced = test_config().cpu_operations;
+  const bool evented = forced != "mpi" && forced != "tcp";
+  constexpr double kIdleSeconds = 1.0, kLateSeconds = 0.5, kMostCpuMs = 50;
+  MPI_CHECK(c, allreduce_now(rt, "idle.before").is_ok(), "allreduce before idling");
+  const double idle_start = process_cpu_ms();
+  std::this_thread::sleep_for(std::chrono::duration<double>(kIdleSeconds));
+  const double idle_cpu = max_over_ranks(process_cpu_ms() - idle_start);
+  MPI_CHECK(c, !evented || idle_cpu < kMostCpuMs, "idle for {} s, a rank used {:.1f} ms of CPU", kIdleSeconds, idle_cpu);
+  // The last rank joins half a second late (asleep meanwhile, so its process CPU is korovod's).
+  const double wait_start = process_cpu_ms();
+  if (rank == size - 1) std::this_thread::sleep_for(std::chrono::duration<double>(kLateSeconds));
+  Status late = allreduce_now(rt, "late.rank");
+  const double wait_cpu = max_over_ranks(process_cpu_ms() - wait_start);
+  MPI_CHECK(c, late.is_ok(), "allreduce with a late rank: {}", late.to_string());
+  MPI_CHECK(c, !evented || wait_cpu < kMostCpuMs, "waiting {} s for the late rank, a rank used {:.1f} ms of CPU",
+            kLateSeconds, wait_cpu);
+  // An operation nobody waits on or polls (its callback is all the caller looks at) still runs
+  // within about a cycle time, though the background thread no longer wakes every cycle time.
+  std::atomic<bool> called{false};
+  std::vector<float> x(4, 1.f + rank);
+  CollectiveArgs a;
+  a.name = "callback.only";
+  a.input = a.output = f32(x);
+  a.op = ReduceOp::kSum;
+  a.on_done = [&called](const Status& s) { called = s.is_ok(); };
+  Result<Handle> h = rt.enqueue(std::move(a));
+  const auto start = std::chrono::steady_clock::now();
+  while (h.is_ok() && !called.load() && std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  MPI_CHECK(c, h.is_ok() && called.load(), "an operation with a callback only did not complete within 5 s");
+  MPI_CHECK(c, x[0] == size * (size + 1) / 2.f, "callback-only allreduce: {} (expected {})", x[0], size * (size + 1) / 2.f);
+  if (h.is_ok()) rt.release(*h);
 }
 
 void check_timeline(Runtime&, Checker& c, const std::string& path) {

@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
   check_process_sets(*rt, c);
   check_mismatch_errors(*rt, c);
   check_stall(*rt, c);
+  check_idle_and_late_ranks(*rt, c);
   Status down = rt->shutdown();
   MPI_CHECK(c, down.is_ok(), "shutdown: {}", down.to_string());
   if (rank == 0) check_timeline(*rt, c, timeline);

@@ -44,6 +44,14 @@ class ShmBackend final : public Backend {
   Status barrier() override;
   size_t bits_allreduce_words() const override { return group_ ? kControlAreaBytes / 2 / sizeof(uint64_t) : 0; }
   Status allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp op) override;
+  // The idle doorbell (Group::sleep_idle); allreduce_bits rings the members asleep on theirs.
+  bool offers_idle_wait() const override { return group_ != nullptr; }
+  uint64_t idle_token() const override { return group_ ? group_->bell() : 0; }
+  void idle_wait(uint64_t token, double timeout_seconds) override;
+  void idle_wake() override {
+    if (group_) group_->ring_own();
+  }
+  bool control_round_pending() const override { return group_ && group_->control_round_pending(); }
   // The part of each slot a pipelined round uses: whole pages, at least one, at most the slot
   // (0 = the whole slot). Rounds advance the same way on every rank whatever the chunk, so the
   // only rule is the interface's: every member switches between the same two collectives.

@@ -3,6 +3,8 @@
 // round, each rank combines all areas. Two areas alternate between rounds: a rank can only be one
 // round ahead of the slowest reader (starting round n + 1 needs every peer's post of round n,
 // which each peer makes after reading round n - 1), so the area it writes is never being read.
+// A rank that starts a round rings the members asleep on their idle doorbells (an idle engine
+// sleeps there instead of cycling on a timer), so they join it.
 #include <fmt/format.h>
 
 #include <cstring>
@@ -24,6 +26,7 @@ Status ShmBackend::allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp op) {
   const size_t offset = (n % 2) * (kControlAreaBytes / 2);
   std::memcpy(g.control_area(rank_) + offset, bits.data(), bits.size() * sizeof(uint64_t));
   g.post(Counter::kControl, n + 1);
+  g.ring_sleeping_peers();  // idle engines join the round instead of sleeping through it
   KOROVOD_RETURN_IF_ERROR(g.wait_all(Counter::kControl, n + 1));
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
@@ -35,6 +38,14 @@ Status ShmBackend::allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp op) {
     }
   }
   return Status::ok();
+}
+
+}  // namespace korovod::shm
+
+namespace korovod::shm {
+
+void ShmBackend::idle_wait(uint64_t token, double timeout_seconds) {
+  if (group_ && !group_->failed()) group_->sleep_idle(token, timeout_seconds);
 }
 
 }  // namespace korovod::shm
