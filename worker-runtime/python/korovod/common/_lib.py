@@ -145,6 +145,11 @@ def _declare(cdll: ctypes.CDLL) -> None:
             continue
         fn.argtypes = argtypes
         fn.restype = restype
+    # The synchronous allreduce's enqueue without per-argument conversion (about a quarter of a
+    # microsecond less per call): its caller passes C-int-sized ints, c_void_p and c_double.
+    unchecked = cdll["korovod_enqueue"]
+    unchecked.restype = c_int64
+    cdll.korovod_enqueue_unchecked = unchecked
 
 
 _load_lock = threading.Lock()

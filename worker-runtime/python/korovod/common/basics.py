@@ -31,11 +31,12 @@ class NativeRuntime:
     """One korovod_runtime*. korovod_destroy runs once nothing refers to this object any more, so a
     thread still inside a wait or a pending handle never sees freed memory after shutdown()."""
 
-    __slots__ = ("ptr", "lib")
+    __slots__ = ("ptr", "lib", "ptr_arg")
 
     def __init__(self, lib: ctypes.CDLL, ptr: int):
         self.lib = lib
         self.ptr = ptr
+        self.ptr_arg = ctypes.c_void_p(ptr)  # for calls without declared argument types
 
     def __del__(self):
         ptr, self.ptr = self.ptr, None

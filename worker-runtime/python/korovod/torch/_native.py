@@ -15,7 +15,7 @@ import torch
 import torch.utils.dlpack
 
 from korovod.common import _lib
-from korovod.common.basics import NativeRuntime, error_for, last_error, state
+from korovod.common.basics import NativeRuntime, error_for, last_error, state  # noqa: F401 (last_error: re-exported)
 
 # Seconds per wait call: short enough that Ctrl-C reaches Python within a second.
 _WAIT_SLICE_SECONDS = 1.0

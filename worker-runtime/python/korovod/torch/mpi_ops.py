@@ -52,8 +52,11 @@ def _resolve_op(op, average):
     return Average
 
 
+_grad_enabled = torch.is_grad_enabled
+
+
 def _needs_grad(tensor) -> bool:
-    return tensor.requires_grad and torch.is_grad_enabled()
+    return tensor.requires_grad and _grad_enabled()
 
 
 def _any_needs_grad(tensors) -> bool:
@@ -87,17 +90,17 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     `name` keys the operation across ranks (tensor shape and dtype must match per name)."""
     if op is None or average is not None:
         op = _resolve_op(op, average)
-    ps_id = _ops.process_set_id(process_set)
     if compression is NoneCompressor:
-        if not _needs_grad(tensor):
-            return _ops.allreduce_now(tensor, name, op, prescale_factor, postscale_factor, ps_id)
-        return _autograd.AllreduceFunction.apply(tensor, name, op, prescale_factor, postscale_factor, process_set)
+        if tensor.requires_grad and _grad_enabled():
+            return _autograd.AllreduceFunction.apply(tensor, name, op, prescale_factor, postscale_factor,
+                                                     process_set)
+        return _ops.allreduce_now(tensor, name, op, prescale_factor, postscale_factor, process_set)
     compressed, ctx = compression.compress(tensor)
     if _needs_grad(compressed):
         reduced = _autograd.AllreduceFunction.apply(compressed, name, op, prescale_factor, postscale_factor,
                                                     process_set)
     else:
-        reduced = _ops.allreduce_now(compressed, name, op, prescale_factor, postscale_factor, ps_id)
+        reduced = _ops.allreduce_now(compressed, name, op, prescale_factor, postscale_factor, process_set)
     return compression.decompress(reduced, ctx)
 
 
