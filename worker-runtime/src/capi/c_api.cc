@@ -41,9 +41,10 @@ Result<std::unique_ptr<Runtime>> start_runtime(const korovod_init_options& o, st
   Result<const MpiPlugin*> plugin = load_mpi_plugin();
   if (!plugin.is_ok()) {
     const std::string var = mpi_launch_variable(env);
-    const std::string why = !var.empty()           ? fmt::format("this process was started by mpirun ({} is set)", var)
-                            : o.mpi_comm != nullptr ? std::string("an MPI communicator was passed to init")
-                                                    : std::string("the MPI controller was asked for");
+    const std::string why = !var.empty()              ? fmt::format("this process was started by mpirun ({} is set)", var)
+                            : o.mpi_comm != nullptr    ? std::string("an MPI communicator was passed to init")
+                            : o.num_comm_ranks > 0     ? std::string("init(comm=[ranks]) was asked for, which needs MPI")
+                                                       : std::string("the MPI controller was asked for");
     return Status::precondition(fmt::format("{}, but MPI could not be loaded: {}", why, plugin.status().message()));
   }
   MpiStartRequest request;
