@@ -90,28 +90,40 @@ void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
   std::unique_lock lock(state_mu_);
   while (!shutdown_requested_.load() && !loop_done_) {
     const uint64_t token = plane.idle_token();  // before looking: whatever comes later rings
+    if (inline_driving_) {
+      // The driving caller answers rounds and news itself (and notifies this thread if it stops
+      // with its operation still pending). Asleep on the doorbell, this thread hears the rounds
+      // that come after the caller stopped; one the caller has yet to answer would cut that
+      // sleep short at once, so meanwhile look again every cycle time.
+      if (plane.control_round_pending()) {
+        state_cv_.wait_for(lock, cycle);
+      } else {
+        lock.unlock();
+        plane.idle_wait(token, seconds(kIdleRecheck));
+        lock.lock();
+      }
+      continue;
+    }
     const auto now = Steady::now();
+    if (has_news()) {
+      // As on the timer: an idle engine starts at once for new work (but leaves a caller that
+      // will run it inline a cycle time first, so a burst of tensors is not split -- even when
+      // another rank already waits in a round), one with tensors in flight keeps the cycle time
+      // since its last cycle so that tensors arriving together still fuse.
+      if (news_since_ == Steady::time_point{}) news_since_ = now;
+      const auto start = !engine_idle_                      ? last_cycle_start_ + cycle
+                         : inline_possible_ && !wake_now_ ? news_since_ + cycle
+                                                           : now;
+      if (now >= start) return;
+      state_cv_.wait_until(lock, start);
+      continue;
+    }
+    if (plane.control_round_pending()) return;  // another rank waits in a round for this one
     Steady::duration sleep = kIdleRecheck;
-    if (!inline_driving_) {
-      if (plane.control_round_pending()) return;  // another rank waits in a round for this one
-      if (has_news()) {
-        // As on the timer: an idle engine starts at once for new work (but leaves a caller that
-        // will run it inline a cycle time first, so a burst of tensors is not split), one with
-        // tensors in flight keeps the cycle time since its last cycle so that tensors arriving
-        // together still fuse.
-        if (news_since_ == Steady::time_point{}) news_since_ = now;
-        const auto start = !engine_idle_                      ? last_cycle_start_ + cycle
-                           : inline_possible_ && !wake_now_ ? news_since_ + cycle
-                                                             : now;
-        if (now >= start) return;
-        state_cv_.wait_until(lock, start);
-        continue;
-      }
-      if (!engine_idle_) {
-        const auto recheck = last_cycle_start_ + stall_recheck();
-        if (now >= recheck) return;
-        sleep = recheck - now;
-      }
+    if (!engine_idle_) {
+      const auto recheck = last_cycle_start_ + stall_recheck();
+      if (now >= recheck) return;
+      sleep = recheck - now;
     }
     lock.unlock();
     plane.idle_wait(token, seconds(sleep));
