@@ -18,7 +18,7 @@ namespace korovod {
 // tensor of its own: `dummy` holds the zeros it contributes.
 struct OpEntry {
   std::string name;
-  TensorView input;
+  TensorView input;  // shape: alltoall only (others' went to the request; see make_entry)
   TensorView output;
   std::vector<int32_t> splits;
   OutputAllocator allocator;

@@ -28,26 +28,22 @@ Status dispatch(OpContext& ctx) {
 }  // namespace
 
 void Executor::take_entries(ProcessSet& set, const Response& response) {
-  set.queue.take(response.names, taken_);
   entries_.clear();
-  entries_.resize(taken_.size());
-  for (size_t i = 0; i < taken_.size(); ++i) {
+  entries_.resize(response.names.size());
+  // Every non-joined rank sent each tensor, so a name this rank has not queued is a joined
+  // rank's share: a dummy unless taken below.
+  for (OpEntry& op : entries_) op.joined_dummy = true;
+  set.queue.take_each(response.names, [&](size_t i, TensorEntry& entry) {
     OpEntry& op = entries_[i];
-    op.name = response.names[i];
-    std::optional<TensorEntry>& entry = taken_[i];
-    if (!entry) {
-      // Every non-joined rank sent this tensor, so a rank without it has joined.
-      op.joined_dummy = true;
-      continue;
-    }
-    op.input = std::move(entry->input);
-    op.output = std::move(entry->output);
-    op.splits = std::move(entry->splits);
-    op.allocator = std::move(entry->allocator);
-    op.ready_event = std::move(entry->ready_event);
-    op.handle = entry->handle;
-  }
-  taken_.clear();
+    op.joined_dummy = false;
+    op.input = std::move(entry.input);
+    op.output = std::move(entry.output);
+    op.splits = std::move(entry.splits);
+    op.allocator = std::move(entry.allocator);
+    op.ready_event = std::move(entry.ready_event);
+    op.handle = entry.handle;
+  });
+  for (size_t i = 0; i < entries_.size(); ++i) entries_[i].name = response.names[i];
 }
 
 void Executor::complete_all(std::vector<OpEntry>& entries, const Status& status) {

@@ -3,7 +3,6 @@
 // then stops); per-operation failures go to the operations' handles.
 #pragma once
 
-#include <optional>
 #include <vector>
 
 #include "algorithms/algorithm.h"
@@ -39,7 +38,6 @@ class Executor {
   // Per-response scratch, reused across cycles (execute() is never re-entered: callbacks that
   // wait do not run cycles on the thread that is inside one).
   std::vector<OpEntry> entries_;
-  std::vector<std::optional<TensorEntry>> taken_;
   std::vector<Handle> done_handles_;
   std::vector<OpOutput> done_outputs_;
 };

@@ -4,32 +4,37 @@
 
 namespace korovod {
 
+Status HandleTable::unknown(Handle handle) { return Status::invalid_argument("unknown handle " + std::to_string(handle)); }
+
 Handle HandleTable::create(DoneCallback on_done) {
   std::lock_guard lock(mu_);
   Handle h = next_++;
-  auto state = std::make_shared<State>();
-  state->on_done = std::move(on_done);
-  states_.emplace(h, std::move(state));
+  states_.try_emplace(h).first->second.on_done = std::move(on_done);
   return h;
 }
 
-std::shared_ptr<HandleTable::State> HandleTable::find(Handle handle) const {
+HandleTable::State* HandleTable::find(Handle handle) const {
   auto it = states_.find(handle);
-  return it == states_.end() ? nullptr : it->second;
+  return it == states_.end() ? nullptr : const_cast<State*>(&it->second);
 }
 
 void* HandleTable::allocate_owned(Handle handle, size_t bytes) {
   std::lock_guard lock(mu_);
-  auto state = find(handle);
+  State* state = find(handle);
   if (!state) return nullptr;
   state->owned.resize(bytes == 0 ? 1 : bytes);
   return state->owned.data();
 }
 
+void HandleTable::finish(Handle handle, State& state) {
+  state.done = true;
+  if (state.released) states_.erase(handle);
+}
+
 bool HandleTable::complete(Handle handle, Status status, OpOutput output) {
   DoneCallback callback;
   Status delivered;
-  std::shared_ptr<State> state;
+  State* state = nullptr;
   {
     std::lock_guard lock(mu_);
     state = find(handle);
@@ -45,7 +50,7 @@ bool HandleTable::complete(Handle handle, Status status, OpOutput output) {
   if (callback) callback(delivered);
   {
     std::lock_guard lock(mu_);
-    state->done = true;
+    finish(handle, *state);
   }
   done_cv_.notify_all();
   return true;
@@ -53,28 +58,29 @@ bool HandleTable::complete(Handle handle, Status status, OpOutput output) {
 
 void HandleTable::complete_many(const std::vector<Handle>& handles, const Status& status,
                                 std::vector<OpOutput>& outputs) {
-  std::vector<std::shared_ptr<State>> completing;
   std::vector<DoneCallback> callbacks;
-  completing.reserve(handles.size());
+  std::vector<std::pair<Handle, State*>> claimed;  // this call's to finish (others may hold the rest)
+  claimed.reserve(handles.size());
   {
     std::lock_guard lock(mu_);
     for (size_t i = 0; i < handles.size(); ++i) {
-      std::shared_ptr<State> state = find(handles[i]);
+      State* state = find(handles[i]);
       if (!state || state->done || state->completing) continue;
+      claimed.emplace_back(handles[i], state);
       state->completing = true;
       state->status = status;
       if (!outputs.empty()) state->output = std::move(outputs[i]);
       if (state->on_done) callbacks.push_back(std::move(state->on_done));
-      completing.push_back(std::move(state));
     }
   }
+  if (claimed.empty()) return;
   // As in complete(): callbacks outside the lock, before anyone can see their handle done.
   for (const auto& callback : callbacks) callback(status);
   {
     std::lock_guard lock(mu_);
-    for (const auto& state : completing) state->done = true;
+    for (auto [h, state] : claimed) finish(h, *state);
   }
-  if (!completing.empty()) done_cv_.notify_all();
+  done_cv_.notify_all();
 }
 
 void HandleTable::fail_all_pending(const Status& status) {
@@ -82,7 +88,7 @@ void HandleTable::fail_all_pending(const Status& status) {
   {
     std::lock_guard lock(mu_);
     for (const auto& [h, state] : states_) {
-      if (!state->done && !state->completing) pending.push_back(h);
+      if (!state.done && !state.completing) pending.push_back(h);
     }
   }
   for (Handle h : pending) complete(h, status);
@@ -90,36 +96,38 @@ void HandleTable::fail_all_pending(const Status& status) {
 
 Result<bool> HandleTable::poll(Handle handle) const {
   std::lock_guard lock(mu_);
-  auto state = find(handle);
-  if (!state) return Status::invalid_argument("unknown handle " + std::to_string(handle));
+  const State* state = find(handle);
+  if (!state) return unknown(handle);
   return state->done;
 }
 
 Status HandleTable::wait(Handle handle, std::optional<double> timeout_seconds) const {
   std::unique_lock lock(mu_);
-  auto state = find(handle);
-  if (!state) return Status::invalid_argument("unknown handle " + std::to_string(handle));
-  auto done = [&] { return state->done; };
+  auto done = [&] {
+    const State* state = find(handle);
+    return !state || state->done;
+  };
   if (!timeout_seconds) {
     done_cv_.wait(lock, done);
   } else if (!done_cv_.wait_for(lock, std::chrono::duration<double>(*timeout_seconds), done)) {
     return Status::in_progress();
   }
-  return state->status;
+  const State* state = find(handle);
+  return state ? state->status : unknown(handle);
 }
 
 std::optional<Status> HandleTable::finished_status(Handle handle) const {
   std::lock_guard lock(mu_);
-  auto state = find(handle);
-  if (!state) return Status::invalid_argument("unknown handle " + std::to_string(handle));
+  const State* state = find(handle);
+  if (!state) return unknown(handle);
   if (!state->done) return std::nullopt;
   return state->status;
 }
 
 Result<OpOutput> HandleTable::output(Handle handle) const {
   std::lock_guard lock(mu_);
-  auto state = find(handle);
-  if (!state) return Status::invalid_argument("unknown handle " + std::to_string(handle));
+  const State* state = find(handle);
+  if (!state) return unknown(handle);
   if (!state->done) return Status::in_progress();
   if (!state->status.is_ok()) return state->status;
   return state->output;
@@ -127,7 +135,13 @@ Result<OpOutput> HandleTable::output(Handle handle) const {
 
 void HandleTable::release(Handle handle) {
   std::lock_guard lock(mu_);
-  states_.erase(handle);
+  auto it = states_.find(handle);
+  if (it == states_.end()) return;
+  if (it->second.completing && !it->second.done) {
+    it->second.released = true;  // its completer erases it when done
+    return;
+  }
+  states_.erase(it);
 }
 
 }  // namespace korovod

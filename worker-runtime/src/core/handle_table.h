@@ -4,7 +4,7 @@
 
 #include <condition_variable>
 #include <cstddef>
-#include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -30,6 +30,7 @@ class HandleTable {
   void fail_all_pending(const Status& status);
 
   Result<bool> poll(Handle handle) const;
+  // A handle released while a thread waits on it ends that wait with the unknown-handle error.
   Status wait(Handle handle, std::optional<double> timeout_seconds) const;
   // wait() that does not wait: the status once done (or the unknown-handle error), else nullopt.
   std::optional<Status> finished_status(Handle handle) const;
@@ -40,16 +41,25 @@ class HandleTable {
   struct State {
     bool done = false;
     bool completing = false;  // complete() is running the callback; done once it returns
+    bool released = false;    // release() came while completing: erased once done
     Status status;
     OpOutput output;
     std::vector<std::byte> owned;
     DoneCallback on_done;
   };
-  std::shared_ptr<State> find(Handle handle) const KOROVOD_REQUIRES(mu_);
+  // A state stays where it is while it is completing (release() then only marks it), so the
+  // completers keep their pointers across the callbacks; others look it up again after every
+  // unlocked stretch (a wait), as release() may erase it meanwhile.
+  State* find(Handle handle) const KOROVOD_REQUIRES(mu_);
+  void finish(Handle handle, State& state) KOROVOD_REQUIRES(mu_);  // done, or erased if released
+  static Status unknown(Handle handle);
 
-  mutable std::mutex mu_;  // guards states_, next_ and every State's fields
+  mutable std::mutex mu_;  // guards pool_, states_, next_ and every State's fields
   mutable std::condition_variable done_cv_;
-  std::unordered_map<Handle, std::shared_ptr<State>> states_ KOROVOD_GUARDED_BY(mu_);
+  // States live in the map's nodes, which come from a pool: a training step creates and
+  // releases hundreds of handles in bursts, which glibc's allocator serves slowly.
+  std::pmr::unsynchronized_pool_resource pool_ KOROVOD_GUARDED_BY(mu_);
+  std::pmr::unordered_map<Handle, State> states_ KOROVOD_GUARDED_BY(mu_){&pool_};
   Handle next_ KOROVOD_GUARDED_BY(mu_) = 1;
 };
 

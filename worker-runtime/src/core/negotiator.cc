@@ -138,8 +138,7 @@ void Negotiator::take_common_hits(const std::vector<uint64_t>& common, std::vect
       const int bit = static_cast<int>(w * 64) + std::countr_zero(word);
       out.push_back(cache_.shared_response(bit));
       cache_.touch(bit);  // ascending bit order on every rank keeps the LRU identical
-      hits_by_bit_[static_cast<size_t>(bit)].request = Request{};
-      --pending_count_;
+      --pending_count_;  // its request stays in hits_by_bit_ until the bit's next hit replaces it
     }
   }
 }

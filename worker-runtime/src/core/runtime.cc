@@ -45,7 +45,7 @@ Result<Handle> Runtime::allreduce(const std::string& name, const TensorView& inp
   a.prescale = prescale;
   a.postscale = postscale;
   a.process_set = process_set;
-  return enqueue(std::move(a));
+  return impl_->enqueue_one(std::move(a));
 }
 
 Result<Handle> Runtime::allgather(const std::string& name, const TensorView& input, int process_set) {

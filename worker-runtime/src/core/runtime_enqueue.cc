@@ -77,13 +77,12 @@ Status validate_args(const CollectiveArgs& a, int set_size) {
 
 }  // namespace
 
-Result<TensorEntry> RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet& set, Handle handle,
-                                            int group_id, int group_size) {
+Status RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet& set, Handle handle, int group_id,
+                               int group_size, TensorEntry& e) {
   if (a.type == RequestType::kJoin) a.name = "join";
   if (a.type == RequestType::kBarrier) a.name = "barrier";
   if (a.name.empty()) a.name = default_name(a.type, handle);
   KOROVOD_RETURN_IF_ERROR(validate_args(a, static_cast<int>(set.ranks.size())));
-  TensorEntry e;
   Request& r = e.request;
   r.request_rank = set.set_rank;
   r.type = a.type;
@@ -95,7 +94,13 @@ Result<TensorEntry> RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet&
     // now on only the background thread runs cycles (see runtime_drive.cc).
     inline_possible_ = false;
   }
-  r.shape = a.input.shape;
+  // The request takes the input's shape rather than a copy (an allocation per tensor): only
+  // alltoall's algorithm reads OpEntry::input.shape, so only alltoall keeps it there too.
+  if (a.type == RequestType::kAlltoall) {
+    r.shape = a.input.shape;
+  } else {
+    r.shape = std::move(a.input.shape);
+  }
   r.prescale = a.prescale;
   r.postscale = a.postscale;
   r.op = a.op;
@@ -114,13 +119,19 @@ Result<TensorEntry> RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet&
   e.allocator = std::move(a.allocator);
   e.ready_event = std::move(a.ready_event);
   e.handle = handle;
-  return e;
+  return Status::ok();
 }
 
-Result<std::shared_ptr<ProcessSet>> RuntimeImpl::set_for_enqueue(int set_id) {
+Result<ProcessSet*> RuntimeImpl::set_for_enqueue(int set_id, std::shared_ptr<ProcessSet>& hold) {
   if (has_fatal_.load(std::memory_order_acquire)) return fatal_error();  // no lock per tensor otherwise
   if (!running_) return Status::aborted("korovod is not running (shut down or not initialised)");
-  std::shared_ptr<ProcessSet> set = sets_.get(set_id);
+  // The global set lives as long as the engine runs (shutdown waits for callers inside):
+  // no table lock and no reference count per tensor for it.
+  ProcessSet* set = set_id == kGlobalProcessSet ? global_set_.get() : nullptr;
+  if (!set) {
+    hold = sets_.get(set_id);
+    set = hold.get();
+  }
   if (!set) return Status::invalid_argument(fmt::format("unknown process set {}", set_id));
   if (!set->member()) {
     return Status::invalid_argument(fmt::format("rank {} is not in process set {}", world_.rank, set_id));
@@ -128,13 +139,15 @@ Result<std::shared_ptr<ProcessSet>> RuntimeImpl::set_for_enqueue(int set_id) {
   return set;
 }
 
-Result<Handle> RuntimeImpl::enqueue_one(CollectiveArgs args) {
+Result<Handle> RuntimeImpl::enqueue_one(CollectiveArgs&& args) {
   CallerInside inside(*this);  // note_work may ring the global set's plane
-  Result<std::shared_ptr<ProcessSet>> set = set_for_enqueue(args.process_set);
+  std::shared_ptr<ProcessSet> hold;
+  Result<ProcessSet*> set = set_for_enqueue(args.process_set, hold);
   if (!set.is_ok()) return set.status();
   const Handle h = handles_.create(std::move(args.on_done));
-  Result<TensorEntry> e = make_entry(args, **set, h, -1, 1);
-  Status st = e.is_ok() ? (*set)->queue.add(std::move(e).value()) : e.status();
+  TensorEntry e;
+  Status st = make_entry(args, **set, h, -1, 1, e);
+  if (st.is_ok()) st = (*set)->queue.add(std::move(e));
   if (!st.is_ok()) {
     handles_.release(h);
     return st;
@@ -147,7 +160,8 @@ Result<std::vector<Handle>> RuntimeImpl::enqueue(std::vector<CollectiveArgs> arg
   CallerInside inside(*this);  // note_work may ring the global set's plane
   if (args.empty()) return std::vector<Handle>{};
   const int set_id = args[0].process_set;
-  Result<std::shared_ptr<ProcessSet>> found = set_for_enqueue(set_id);
+  std::shared_ptr<ProcessSet> hold;
+  Result<ProcessSet*> found = set_for_enqueue(set_id, hold);
   if (!found.is_ok()) return found.status();
   ProcessSet& set = **found;
   const int group_size = static_cast<int>(args.size());
@@ -164,9 +178,8 @@ Result<std::vector<Handle>> RuntimeImpl::enqueue(std::vector<CollectiveArgs> arg
     if (a.process_set != set_id) return refuse(Status::invalid_argument("a group must use one process set"));
     Handle h = handles_.create(std::move(a.on_done));
     handles.push_back(h);
-    Result<TensorEntry> e = make_entry(a, set, h, group_id, group_size);
-    if (!e.is_ok()) return refuse(e.status());
-    entries.push_back(std::move(e).value());
+    entries.emplace_back();
+    if (Status st = make_entry(a, set, h, group_id, group_size, entries.back()); !st.is_ok()) return refuse(st);
   }
   if (Status st = set.queue.add(std::move(entries)); !st.is_ok()) return refuse(st);
   note_work();

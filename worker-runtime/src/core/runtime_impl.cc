@@ -58,6 +58,7 @@ Status RuntimeImpl::start() {
   }
   inline_possible_ = config_.inline_cycles && inline_safe();
   idle_plane_ = find_idle_plane();
+  global_set_ = sets_.get(kGlobalProcessSet);
   if (world_.rank == 0) {  // one line: the data planes the global set actually got
     const auto global = sets_.get(0);
     // The negotiation runs where it actually runs: on shared memory once the set has it there.
@@ -340,6 +341,7 @@ Status RuntimeImpl::shutdown() {
   background_.join();
   idle_plane_ = nullptr;
   while (callers_inside_.load() > 0) std::this_thread::yield();  // done with the old plane
+  global_set_.reset();
   sets_.clear();
   backend_providers_.clear();
   transport_.reset();  // MPI_Finalize here when korovod initialised MPI

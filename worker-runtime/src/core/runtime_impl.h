@@ -33,7 +33,7 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   std::vector<std::string> backend_names() const { return backend_names_; }
 
   Result<std::vector<Handle>> enqueue(std::vector<CollectiveArgs> args);
-  Result<Handle> enqueue_one(CollectiveArgs args);  // enqueue() of a single operation, no vectors
+  Result<Handle> enqueue_one(CollectiveArgs&& args);  // enqueue() of a single operation, no vectors
   HandleTable& handles() { return handles_; }
   // runtime_drive.cc. With KOROVOD_INLINE_CYCLES (the default) the waiting thread runs the
   // negotiation cycles itself while its operation is pending, so a synchronous collective
@@ -80,9 +80,10 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   ProcessSetDeps deps();
   // runtime_enqueue.cc
   void wake_for_set_change();
-  Result<std::shared_ptr<ProcessSet>> set_for_enqueue(int set_id);
-  Result<TensorEntry> make_entry(CollectiveArgs& args, const ProcessSet& set, Handle handle, int group_id,
-                                 int group_size);
+  // The process set an operation goes to; `hold` keeps any but the global set alive meanwhile.
+  Result<ProcessSet*> set_for_enqueue(int set_id, std::shared_ptr<ProcessSet>& hold);
+  Status make_entry(CollectiveArgs& args, const ProcessSet& set, Handle handle, int group_id, int group_size,
+                    TensorEntry& entry);
 
   const Config config_;
   const std::shared_ptr<Clock> clock_;
@@ -107,6 +108,7 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   // mode). Callers that may use it count themselves in callers_inside_ (CallerInside); shutdown
   // clears it and waits for them before the process sets go.
   std::atomic<Backend*> idle_plane_{nullptr};
+  std::shared_ptr<ProcessSet> global_set_;  // from start() until shutdown(), like idle_plane_
   std::atomic<int> callers_inside_{0};
   struct CallerInside {
     explicit CallerInside(RuntimeImpl& r) : self(r) { self.callers_inside_.fetch_add(1); }

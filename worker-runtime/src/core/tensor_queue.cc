@@ -16,11 +16,11 @@ Status duplicate_name(const Request& r) {
 }  // namespace
 
 Status TensorQueue::add(TensorEntry e) {
+  std::string name = e.request.name;
   std::lock_guard lock(mu_);
-  auto [it, inserted] = table_.try_emplace(e.request.name);
+  auto [it, inserted] = table_.try_emplace(std::move(name), std::move(e));  // e moves only if inserted
   if (!inserted) return duplicate_name(e.request);
-  queue_.push_back(std::move(e.request));
-  it->second = std::move(e);
+  queue_.push_back(std::move(it->second.request));
   return Status::ok();
 }
 
@@ -47,27 +47,6 @@ std::vector<Request> TensorQueue::pop_requests() {
   // step by step (each step a large allocation and a move of every request so far).
   queue_.reserve(out.size());
   return out;
-}
-
-std::optional<TensorEntry> TensorQueue::take(const std::string& name) {
-  std::lock_guard lock(mu_);
-  auto it = table_.find(name);
-  if (it == table_.end()) return std::nullopt;
-  TensorEntry e = std::move(it->second);
-  table_.erase(it);
-  return e;
-}
-
-void TensorQueue::take(const std::vector<std::string>& names, std::vector<std::optional<TensorEntry>>& out) {
-  out.clear();
-  out.resize(names.size());
-  std::lock_guard lock(mu_);
-  for (size_t i = 0; i < names.size(); ++i) {
-    auto it = table_.find(names[i]);
-    if (it == table_.end()) continue;
-    out[i] = std::move(it->second);
-    table_.erase(it);
-  }
 }
 
 bool TensorQueue::in_flight() {

@@ -2,6 +2,7 @@
 // and the requests not yet negotiated. A name already pending is refused.
 #pragma once
 
+#include <memory_resource>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -16,7 +17,7 @@ namespace korovod {
 
 struct TensorEntry {
   Request request;  // moves on to the negotiation when queued; the table keeps the rest
-  TensorView input;
+  TensorView input;  // shape: alltoall only (others' is request.shape)
   TensorView output;
   std::vector<int32_t> splits;
   OutputAllocator allocator;
@@ -30,17 +31,30 @@ class TensorQueue {
   Status add(std::vector<TensorEntry> entries);
   Status add(TensorEntry entry);  // one tensor: one hash of its name, no vectors
   std::vector<Request> pop_requests();
-  std::optional<TensorEntry> take(const std::string& name);
-  // take() for every name of a response under one lock; nullopt where the name is not queued
-  // (a joined rank's share). The entries' requests have moved on to the negotiation.
-  void take(const std::vector<std::string>& names, std::vector<std::optional<TensorEntry>>& out);
+  // For every name of a response, under one lock: fn(i, entry) for each name i that is queued
+  // (not a joined rank's share), to move out what it needs; the entry is then erased.
+  // The entries' requests have moved on to the negotiation.
+  template <typename Fn>
+  void take_each(const std::vector<std::string>& names, Fn fn) {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto it = table_.find(names[i]);
+      if (it == table_.end()) continue;
+      fn(i, it->second);
+      table_.erase(it);
+    }
+  }
   std::vector<TensorEntry> take_all();
   // Some tensor has been handed to negotiation and not yet executed (waiting for other ranks).
   bool in_flight();
 
  private:
-  std::mutex mu_;  // guards table_ and queue_
-  std::unordered_map<std::string, TensorEntry> table_ KOROVOD_GUARDED_BY(mu_);
+  std::mutex mu_;  // guards pool_, table_ and queue_
+  // The table's nodes come from a pool: a training step inserts and erases hundreds of them in
+  // bursts, which glibc's allocator serves slowly (its per-thread cache holds 7 chunks a size;
+  // the rest are freed with coalescing, and allocating them consolidates).
+  std::pmr::unsynchronized_pool_resource pool_ KOROVOD_GUARDED_BY(mu_);
+  std::pmr::unordered_map<std::string, TensorEntry> table_ KOROVOD_GUARDED_BY(mu_){&pool_};
   std::vector<Request> queue_ KOROVOD_GUARDED_BY(mu_);
 };
 
