@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <regex>
+#include <cstdio>
 #include <sstream>
 #include <thread>
 
@@ -55,12 +55,15 @@ TEST(Supervisor, LinesOfManyRanksNeverMix) {
   const std::string script = "i=0; while [ $i -lt 3000 ]; do echo \"line-$R-$i-abcdefghijklmnopqrstuvwxyz\"; i=$((i+1)); done";
   ASSERT_EQ(supervise({shell_rank(0, script), shell_rank(1, script), shell_rank(2, script)}, sink, quick()), 0);
   std::istringstream lines(sink.out());
-  const std::regex whole(R"(\[(\d)\]<stdout>:line-(\d)-\d+-abcdefghijklmnopqrstuvwxyz)");
   int count = 0;
   for (std::string line; std::getline(lines, line); ++count) {
-    std::smatch m;
-    ASSERT_TRUE(std::regex_match(line, m, whole)) << "mixed line: " << line;
-    ASSERT_EQ(m[1], m[2]) << line;
+    // "[r]<stdout>:line-r-<i>-abc...z": the prefix's rank and the line's own must agree.
+    int prefix_rank = -1, line_rank = -2, index = -1, end = 0;
+    const int fields = std::sscanf(line.c_str(), "[%d]<stdout>:line-%d-%d-abcdefghijklmnopqrstuvwxyz%n", &prefix_rank,
+                                   &line_rank, &index, &end);
+    ASSERT_EQ(fields, 3) << "mixed line: " << line;
+    ASSERT_EQ(static_cast<size_t>(end), line.size()) << "mixed line: " << line;
+    ASSERT_EQ(prefix_rank, line_rank) << line;
   }
   EXPECT_EQ(count, 9000);
 }
