@@ -30,18 +30,17 @@ os.environ.setdefault("KOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "30")
 
 
 def _use_source_tree_when_not_installed() -> None:
+    """`python -m pytest tests/python` from a checkout: the source tree's package, and the build
+    tree's library when the package has none of its own (run-pytest and pip installs set both)."""
     try:
-        import korovod  # noqa: F401
+        import korovod
     except ImportError:
         sys.path.insert(0, str(_REPO / "worker-runtime" / "python"))
-    if "KOROVOD_LIBRARY" not in os.environ:
-        packaged = _REPO / "worker-runtime" / "python" / "korovod" / "lib" / "libkorovod.so"
-        built = _REPO / "build" / "lib" / "libkorovod.so"
         import korovod
-
-        if not (Path(korovod.__file__).parent / "lib" / "libkorovod.so").exists() and not packaged.exists() \
-                and built.exists():
-            os.environ["KOROVOD_LIBRARY"] = str(built)
+    built = _REPO / "build" / "lib" / "libkorovod.so"
+    packaged = Path(korovod.__file__).parent / "lib" / "libkorovod.so"
+    if "KOROVOD_LIBRARY" not in os.environ and not packaged.exists() and built.exists():
+        os.environ["KOROVOD_LIBRARY"] = str(built)
 
 
 _use_source_tree_when_not_installed()

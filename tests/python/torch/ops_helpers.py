@@ -115,6 +115,7 @@ def raises_on_all_ranks(error_types, action: Callable[[], object]) -> str:
         check_on_all_ranks(True)
         return str(e)
     except Exception as e:  # the wrong kind of error: fails on every rank
-        check_on_all_ranks(False, lambda: f"raised {type(e).__name__}: {e}, expected {error_types}")
+        text = f"raised {type(e).__name__}: {e}, expected {error_types}"
+        check_on_all_ranks(False, lambda: text)
     check_on_all_ranks(False, lambda: f"did not raise {error_types}")
     return ""

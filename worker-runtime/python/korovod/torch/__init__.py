@@ -23,3 +23,17 @@ from korovod.torch.functions import (allgather_object, broadcast_object, broadca
                                      broadcast_parameters)
 from korovod.torch.optimizer import DistributedOptimizer
 from korovod.torch.sync_batch_norm import SyncBatchNorm
+
+__all__ = [
+    "Compression", "Adasum", "Average", "HorovodInternalError", "HostsUpdatedInterrupt", "Max", "Min", "ProcessSet",
+    "Product", "Sum", "add_process_set", "allgather", "allgather_async", "allgather_object", "allreduce",
+    "allreduce_", "allreduce_async", "allreduce_async_", "alltoall", "alltoall_async", "barrier", "broadcast",
+    "broadcast_", "broadcast_async", "broadcast_async_", "broadcast_object", "broadcast_optimizer_state",
+    "broadcast_parameters", "ccl_built", "cross_rank", "cross_size", "cuda_built", "ddl_built",
+    "DistributedOptimizer", "gloo_built", "gloo_enabled", "global_process_set", "grouped_allgather",
+    "grouped_allgather_async", "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async",
+    "grouped_allreduce_async_", "grouped_reducescatter", "grouped_reducescatter_async", "init", "is_homogeneous",
+    "is_initialized", "join", "local_rank", "local_size", "mpi_built", "mpi_enabled", "mpi_threads_supported",
+    "nccl_built", "poll", "rank", "reducescatter", "reducescatter_async", "remove_process_set", "rocm_built",
+    "shutdown", "size", "sparse_allreduce_async", "start_timeline", "stop_timeline", "SyncBatchNorm", "synchronize",
+]

@@ -53,6 +53,8 @@ def _resolve_op(op, average):
 
 
 _grad_enabled = torch.is_grad_enabled
+# torch >= 2.0 warns unless told whether to validate a new sparse tensor; like Horovod, do not.
+_UNCHECKED_SPARSE = {"check_invariants": False} if hasattr(torch.sparse, "check_sparse_tensor_invariants") else {}
 
 
 def _needs_grad(tensor) -> bool:
@@ -162,7 +164,7 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
         indices = synchronize(indices_handle)
         if op == Average:
             values = values / process_set.size()
-        return torch.sparse_coo_tensor(indices.transpose(0, 1), values, tensor.size())
+        return torch.sparse_coo_tensor(indices.transpose(0, 1), values, tensor.size(), **_UNCHECKED_SPARSE)
 
     return handle
 
