@@ -100,7 +100,9 @@ class Backend {
   // idle_wait(token, timeout), which returns once idle_wake() was called after the token (by any
   // thread of this rank), once another member has started a negotiation round this rank has not
   // joined (control_round_pending()), or after the timeout; a member that starts a round wakes
-  // the members asleep there. The defaults offer nothing: the engine then cycles on its timer.
+  // the members asleep there. Unlike the rest of the interface, these five may be called from
+  // any thread, while another runs this backend's collectives. The defaults offer nothing: the
+  // engine then cycles on its timer.
   virtual bool offers_idle_wait() const { return false; }
   virtual uint64_t idle_token() const { return 0; }
   virtual void idle_wait(uint64_t token, double timeout_seconds) { (void)token, (void)timeout_seconds; }

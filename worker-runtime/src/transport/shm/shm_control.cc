@@ -45,7 +45,9 @@ Status ShmBackend::allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp op) {
 namespace korovod::shm {
 
 void ShmBackend::idle_wait(uint64_t token, double timeout_seconds) {
-  if (group_ && !group_->failed()) group_->sleep_idle(token, timeout_seconds);
+  // Any thread: touches only the segments' atomics (not the group's failure flag, which the
+  // thread running a cycle may be setting); after a failure the engine stops on its own.
+  if (group_) group_->sleep_idle(token, timeout_seconds);
 }
 
 }  // namespace korovod::shm
