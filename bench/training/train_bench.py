@@ -11,6 +11,7 @@ MLP with one framework, one torch thread per process. Rank 0 prints one JSON lin
 
 Timing: warm-up steps, then every rank synchronizes once (a one-element allreduce or barrier),
 runs --steps steps, and synchronizes again; samples/s = ranks x batch x steps / elapsed on rank 0.
+cpu_seconds: rank 0's process CPU time (all its threads) over the same steps.
 """
 
 import argparse
@@ -120,16 +121,21 @@ def main(argv=None) -> int:
     for _ in range(args.warmup):
         step()
     comm.sync("bench.start")
+    cpu_start = time.process_time()
     start = time.perf_counter()
     for _ in range(args.steps):
         step()
     comm.sync("bench.end")
     seconds = time.perf_counter() - start
+    # CPU time of every thread of this process over the timed steps: above 1 per second of
+    # wall time, threads besides the compute thread (communication, polling) were running.
+    cpu_seconds = time.process_time() - cpu_start
     if comm.rank == 0:
         print(json.dumps({
             "label": args.label or args.framework, "framework": args.framework,
             "version": comm.version(), "ranks": comm.size, "batch": args.batch_size,
             "steps": args.steps, "threads": args.threads, "seconds": round(seconds, 4),
+            "cpu_seconds": round(cpu_seconds, 4),
             "samples_per_second": round(comm.size * args.batch_size * args.steps / seconds, 2),
             "parameters": sum(p.numel() for p in model.parameters()),
             "pid": os.getpid()}), flush=True)
