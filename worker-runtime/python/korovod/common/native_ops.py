@@ -1,0 +1,242 @@
+"""Collectives on raw buffers over libkorovod's C ABI, for bindings that pass addresses.
+
+Framework-neutral: a binding turns its tensors into (address, dtype code, shape, device) and
+back; this module queues the operations, waits for them (GIL released, in slices so Ctrl-C gets
+through), and hands runtime-allocated outputs over as DLPack capsules. korovod.tensorflow and
+korovod.keras (JAX backend) use it; korovod.torch has its own, tuned copy of the same calls.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import List, Optional, Sequence, Tuple
+
+from korovod.common import _lib
+from korovod.common.basics import NativeRuntime, error_for, last_error, state
+
+# Seconds per wait call: short enough that Ctrl-C reaches Python within a second.
+_WAIT_SLICE_SECONDS = 1.0
+_SHAPE_CACHE_LIMIT = 4096
+
+# DLPack type codes (dlpack.h DLDataTypeCode).
+DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_BOOL = 0, 1, 2, 4, 6
+
+_DLTENSOR_NAME = b"dltensor"  # must outlive every capsule made with it: a module constant
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+    ("PyCapsule_New", ctypes.pythonapi))
+_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_capsule_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    """The head of a DLManagedTensor (DLPack 0.x ABI): what a "dltensor" capsule points to."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+KDL_CPU, KDL_CUDA = 1, 2
+
+
+def dlpack_address(capsule) -> Tuple[int, int]:
+    """(data address, device) of an unconsumed "dltensor" capsule: device -1 for CPU memory, the
+    CUDA ordinal for GPU memory. The capsule keeps the memory alive; it must be dense row-major."""
+    tensor = DLTensor.from_address(_capsule_get_pointer(capsule, _DLTENSOR_NAME))
+    kind = tensor.device.device_type
+    if kind == KDL_CPU:
+        device = -1
+    elif kind == KDL_CUDA:
+        device = tensor.device.device_id
+    else:
+        raise ValueError(f"korovod takes CPU and CUDA tensors, not DLPack device type {kind}")
+    return (tensor.data or 0) + tensor.byte_offset, device
+
+
+def runtime() -> NativeRuntime:
+    return state.require()
+
+
+def shape_array(shape: Sequence[int]):
+    """An int64 array holding `shape` (cached by shape; passed to C as its address)."""
+    key = tuple(shape)
+    array = state.shape_arrays.get(key)
+    if array is None:
+        array = (ctypes.c_int64 * max(len(key), 1))(*key)
+        if len(state.shape_arrays) < _SHAPE_CACHE_LIMIT:
+            state.shape_arrays[key] = array
+    return array
+
+
+class Buffer:
+    """One operand: its address, korovod dtype code, shape and device (-1 = CPU)."""
+
+    __slots__ = ("address", "dtype", "shape", "device")
+
+    def __init__(self, address: int, dtype: int, shape: Sequence[int], device: int = -1):
+        self.address = address
+        self.dtype = dtype
+        self.shape = tuple(int(d) for d in shape)
+        self.device = device
+
+
+def enqueue(rt: NativeRuntime, op_type: int, name: Optional[bytes], source: Buffer,
+            output_address: Optional[int] = None, op: int = _lib.AVERAGE, prescale: float = 1.0,
+            postscale: float = 1.0, root_rank: int = 0, splits=None, process_set_id: int = 0) -> int:
+    """Queues one collective; returns its handle. `splits`: alltoall's rows per rank, or None
+    (the runtime copies them at once)."""
+    shape = source.shape
+    splits_array = None if splits is None else int32_array(splits)
+    handle = rt.lib.korovod_enqueue(
+        rt.ptr, op_type, name, source.address or None, output_address or None, source.dtype, len(shape),
+        shape_array(shape), source.device, op, prescale, postscale, root_rank,
+        None if splits is None else ctypes.addressof(splits_array), 0 if splits is None else len(splits),
+        process_set_id, None)
+    if handle < 0:
+        raise last_error(rt, handle)
+    return handle
+
+
+def enqueue_control(rt: NativeRuntime, op_type: int, device: int = -1, process_set_id: int = 0) -> int:
+    """Queues a join or barrier (no tensor)."""
+    handle = rt.lib.korovod_enqueue(rt.ptr, op_type, None, None, None, _lib.UINT8, 0, None, device,
+                                    _lib.AVERAGE, 1.0, 1.0, 0, None, 0, process_set_id, None)
+    if handle < 0:
+        raise last_error(rt, handle)
+    return handle
+
+
+def enqueue_group(rt: NativeRuntime, op_type: int, names: Sequence[Optional[bytes]], sources: Sequence[Buffer],
+                  output_addresses: Optional[Sequence[int]] = None, op: int = _lib.AVERAGE,
+                  prescale: float = 1.0, postscale: float = 1.0, process_set_id: int = 0) -> List[int]:
+    """Queues the ops of a group all or none, in one step (they negotiate and fuse together)."""
+    lib = rt.lib
+    group = lib.korovod_group_new()
+    if not group:
+        raise MemoryError("korovod_group_new failed")
+    try:
+        for i, source in enumerate(sources):
+            output = output_addresses[i] if output_addresses is not None else None
+            # A refused op is remembered by the group; korovod_group_enqueue reports it with its text.
+            lib.korovod_group_add(group, op_type, names[i], source.address or None, output or None, source.dtype,
+                                  len(source.shape), shape_array(source.shape), source.device, op, prescale,
+                                  postscale, 0, None, 0, process_set_id, None)
+        handles = (ctypes.c_int64 * max(len(sources), 1))()
+        code = lib.korovod_group_enqueue(rt.ptr, group, handles, len(sources))
+        if code < 0:
+            raise last_error(rt, code)
+        return list(handles)[:len(sources)]
+    finally:
+        lib.korovod_group_free(group)
+
+
+def wait(rt: NativeRuntime, handle: int, keep_alive) -> None:
+    """Blocks until the op ends; on error releases the handle and raises the mapped exception.
+    If the wait is interrupted, the op's buffers stay referenced for good: the runtime may still
+    write them."""
+    lib = rt.lib
+    try:
+        code = lib.korovod_wait_for(rt.ptr, handle, _WAIT_SLICE_SECONDS)
+        while code == _lib.ERR_IN_PROGRESS:
+            code = lib.korovod_wait_for(rt.ptr, handle, _WAIT_SLICE_SECONDS)
+    except BaseException:
+        state.abandoned.append((rt, handle, keep_alive))
+        raise
+    if code:
+        text = _lib.decode(lib.korovod_handle_error(rt.ptr, handle))
+        lib.korovod_release(rt.ptr, handle)
+        raise error_for(code, text)
+
+
+def wait_all(rt: NativeRuntime, handles: Sequence[int], keep_alive) -> None:
+    """Waits for every handle (also after one failed, so no op is left running on buffers the
+    caller is about to drop). On success the caller owns the handles (takes their outputs and
+    releases them); on failure all are released and the first error is raised."""
+    error = None
+    succeeded = []
+    for index, handle in enumerate(handles):
+        try:
+            wait(rt, handle, keep_alive)  # releases `handle` itself when it failed
+            succeeded.append(handle)
+        except (ValueError, RuntimeError) as e:
+            error = error or e
+        except BaseException:
+            state.abandoned.append((rt, list(handles[index + 1:]), keep_alive))
+            raise
+    if error is not None:
+        release_all(rt, succeeded)
+        raise error
+
+
+def release(rt: NativeRuntime, handle: int) -> None:
+    rt.lib.korovod_release(rt.ptr, handle)
+
+
+def release_all(rt: NativeRuntime, handles: Sequence[int]) -> None:
+    for handle in handles:
+        rt.lib.korovod_release(rt.ptr, handle)
+
+
+def take_output(rt: NativeRuntime, handle: int, dl_code: int, dl_bits: int, from_dlpack):
+    """The output the runtime allocated for `handle`, moved without a copy into the framework
+    tensor that `from_dlpack(capsule)` makes (the capsule's deleter frees it)."""
+    managed = rt.lib.korovod_handle_take_dlpack(rt.ptr, handle, dl_code, dl_bits)
+    if not managed:
+        raise last_error(rt, _lib.ERR_UNKNOWN)
+    capsule = None
+    try:
+        capsule = _capsule_new(managed, _DLTENSOR_NAME, None)
+        return from_dlpack(capsule)
+    except BaseException:
+        # Not consumed (from_dlpack renames the capsule once it owns the memory): free it here.
+        if capsule is None or _capsule_is_valid(capsule, _DLTENSOR_NAME):
+            rt.lib.korovod_dlpack_delete(managed)
+        raise
+
+
+def received_splits(rt: NativeRuntime, handle: int, count: int) -> List[int]:
+    splits = (ctypes.c_int32 * max(count, 1))()
+    n = rt.lib.korovod_handle_received_splits(rt.ptr, handle, splits, count)
+    if n < 0:
+        raise last_error(rt, n)
+    return list(splits)[:n]
+
+
+def last_joined_rank(rt: NativeRuntime, handle: int) -> int:
+    value = rt.lib.korovod_handle_last_joined_rank(rt.ptr, handle)
+    if value < -1:
+        raise last_error(rt, value)
+    return value
+
+
+def int32_array(values: Sequence[int]):
+    return (ctypes.c_int32 * max(len(values), 1))(*[int(v) for v in values])
+
+
+def barrier(process_set_id: int = 0) -> None:
+    """Blocks until every rank of the process set reached the barrier (no framework needed)."""
+    rt = runtime()
+    handle = enqueue_control(rt, _lib.OP_BARRIER, process_set_id=process_set_id)
+    wait(rt, handle, None)
+    release(rt, handle)
+
+
+def join(device: int = -1) -> int:
+    """Horovod's join: returns the rank that joined last (the same on every rank)."""
+    rt = runtime()
+    handle = enqueue_control(rt, _lib.OP_JOIN, device=device)
+    wait(rt, handle, None)
+    try:
+        return last_joined_rank(rt, handle)
+    finally:
+        release(rt, handle)

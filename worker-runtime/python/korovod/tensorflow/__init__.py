@@ -1,0 +1,168 @@
+"""korovod.tensorflow: Horovod's horovod.tensorflow API, so `import korovod.tensorflow as hvd` runs
+Horovod TensorFlow scripts.
+
+Pure Python over libkorovod's C ABI: nothing is compiled against TensorFlow, so one build serves
+every TensorFlow 2 (2.16 and newer are tested). Tensors cross by DLPack without copies; in graphs
+(tf.function, tf.compat.v1 sessions) each collective is a tf.py_function (see _graph.py for what
+that costs: no XLA). Importing loads no native library; hvd.init() does.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import tensorflow as tf
+
+from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
+from korovod.tensorflow.compat_v1 import (BroadcastGlobalVariablesHook, broadcast_global_variables,
+                                          is_legacy_optimizer, legacy_distributed_optimizer)
+from korovod.tensorflow.compression import Compression
+from korovod.tensorflow.functions import allgather_object, broadcast_object, broadcast_object_fn, broadcast_variables
+from korovod.tensorflow.mpi_ops import (Adasum, Average, Max, Min, Product, ProcessSet, Sum, _allreduce,
+                                        _grouped_allreduce, _grouped_reducescatter, _reducescatter, add_process_set,
+                                        allgather, alltoall, barrier, broadcast, broadcast_, ccl_built, cross_rank,
+                                        cross_size, cuda_built, ddl_built, gloo_built, gloo_enabled,
+                                        global_process_set, grouped_allgather, init, is_homogeneous, is_initialized,
+                                        join, local_rank, local_rank_op, local_size, local_size_op, mpi_built,
+                                        mpi_enabled, mpi_threads_supported, nccl_built, process_set_included_op,
+                                        rank, rank_op, remove_process_set, rocm_built, shutdown, size, size_op,
+                                        start_timeline, stop_timeline)
+from korovod.tensorflow.tape import DistributedGradientTape, PartialDistributedGradientTape
+
+
+def _resolve_op(op, average):
+    """Horovod's handling of the deprecated `average` argument (default: Average)."""
+    if op is not None:
+        if average is not None:
+            raise ValueError("The op parameter supersedes average. Please provide only one of them.")
+        return op
+    if average is not None:
+        warnings.warn("Parameter `average` has been replaced with `op` and will be removed in v1.0",
+                      DeprecationWarning)
+        return Average if average else Sum
+    return Average
+
+
+def _sparse_allreduce(tensor: tf.IndexedSlices, op, prescale_factor, postscale_factor, process_set,
+                      ignore_name_scope) -> tf.IndexedSlices:
+    """An allreduce of tf.IndexedSlices as Horovod does it: allgather values and indices."""
+    if op == Adasum:
+        raise NotImplementedError("The Adasum reduction does not currently support sparse tensors. As a "
+                                  "workaround please pass sparse_as_dense=True to DistributedOptimizer")
+    if op not in (Sum, Average):
+        raise NotImplementedError("Only Sum and Average ops are supported with tf.IndexedSlices")
+    if prescale_factor != 1.0 or postscale_factor != 1.0:
+        raise NotImplementedError("Pre/postscale_factor are not supported with tf.IndexedSlices")
+    values = allgather(tensor.values, process_set=process_set, ignore_name_scope=ignore_name_scope)
+    indices = allgather(tensor.indices, process_set=process_set, ignore_name_scope=ignore_name_scope)
+    if op == Average:
+        values = values / tf.cast(process_set.size(), values.dtype)
+    return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
+
+
+def allreduce(tensor, average=None, device_dense="", device_sparse="", compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, name=None, process_set=global_process_set,
+              ignore_name_scope=False):
+    """Reduces a tf.Tensor, tf.Variable or tf.IndexedSlices over the process set (op: Average by
+    default, Sum, Min, Max, Product); differentiable. tf.IndexedSlices are allgathered.
+    device_dense/device_sparse are accepted and ignored: the op runs on the tensor's device."""
+    del device_dense, device_sparse
+    op = _resolve_op(op, average)
+    if isinstance(tensor, tf.IndexedSlices):
+        return _sparse_allreduce(tensor, op, prescale_factor, postscale_factor, process_set, ignore_name_scope)
+    compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
+    reduced = _allreduce(compressed, name=name, op=op, prescale_factor=prescale_factor,
+                         postscale_factor=postscale_factor, ignore_name_scope=ignore_name_scope,
+                         process_set=process_set)
+    return compression.decompress(reduced, ctx)
+
+
+def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="", compression=Compression.none,
+                      op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set,
+                      ignore_name_scope=False, name=None):
+    """allreduce of each tensor, the dense ones as one group (negotiated and fused together)."""
+    del device_dense, device_sparse
+    if not tensors:
+        return tensors
+    op = _resolve_op(op, average)
+    result = [None] * len(tensors)
+    dense = [i for i, t in enumerate(tensors) if not isinstance(t, tf.IndexedSlices)]
+    for i, t in enumerate(tensors):
+        if isinstance(t, tf.IndexedSlices):
+            result[i] = _sparse_allreduce(t, op, prescale_factor, postscale_factor, process_set, ignore_name_scope)
+    if dense:
+        pairs = [compression.compress(tf.convert_to_tensor(tensors[i])) for i in dense]
+        reduced = _grouped_allreduce([c for c, _ in pairs], name=name, op=op, prescale_factor=prescale_factor,
+                                     postscale_factor=postscale_factor, ignore_name_scope=ignore_name_scope,
+                                     process_set=process_set)
+        for i, r, (_, ctx) in zip(dense, reduced, pairs):
+            result[i] = compression.decompress(r, ctx)
+    return result
+
+
+def reducescatter(tensor, device_dense="", compression=Compression.none, op=Average, name=None,
+                  process_set=global_process_set, ignore_name_scope=False, prescale_factor=1.0,
+                  postscale_factor=1.0):
+    """Reduces `tensor` over the set (Average by default, or Sum) and returns this rank's block of
+    dim 0 (ranks below dim0 % size get one extra row); differentiable."""
+    del device_dense
+    compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
+    reduced = _reducescatter(compressed, name=name, op=op, ignore_name_scope=ignore_name_scope,
+                             process_set=process_set, prescale_factor=prescale_factor,
+                             postscale_factor=postscale_factor)
+    return compression.decompress(reduced, ctx)
+
+
+def grouped_reducescatter(tensors, device_dense="", compression=Compression.none, op=Average,
+                          process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """reducescatter of each tensor, done as one group."""
+    del device_dense
+    if not tensors:
+        return tensors
+    pairs = [compression.compress(tf.convert_to_tensor(t)) for t in tensors]
+    reduced = _grouped_reducescatter([c for c, _ in pairs], op=op, process_set=process_set,
+                                     prescale_factor=prescale_factor, postscale_factor=postscale_factor)
+    return [compression.decompress(r, ctx) for r, (_, ctx) in zip(reduced, pairs)]
+
+
+def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="", device_sparse="",
+                         compression=Compression.none, sparse_as_dense=False, backward_passes_per_step=1,
+                         op=Average, gradient_predivide_factor=1.0, average_aggregated_gradients=False,
+                         num_groups=0, groups=None, process_set=global_process_set, scale_local_gradients=True):
+    """Wraps an optimizer so that gradients are averaged across ranks before they are applied:
+    a tf.compat.v1.train.Optimizer (graph mode) or a Keras 3 optimizer (korovod.keras)."""
+    del device_dense, device_sparse
+    if gradient_predivide_factor != 1.0 and op != Average:
+        raise ValueError("gradient_predivide_factor not supported with op != Average")
+    if num_groups != 0:
+        warnings.warn("Parameter `num_groups` has been replaced by `groups` and will be removed in v0.23.0.",
+                      DeprecationWarning)
+        groups = num_groups if groups is None else groups
+    if is_legacy_optimizer(optimizer):
+        return legacy_distributed_optimizer(optimizer, name, use_locking, compression, sparse_as_dense, op,
+                                            gradient_predivide_factor, backward_passes_per_step, groups,
+                                            process_set, scale_local_gradients)
+    if op == Adasum:
+        raise ValueError("op == Adasum is not supported yet with Keras")
+    import korovod.keras as hvd_keras
+
+    return hvd_keras.DistributedOptimizer(optimizer, name=name, compression=compression,
+                                          sparse_as_dense=sparse_as_dense,
+                                          gradient_predivide_factor=gradient_predivide_factor, op=op,
+                                          backward_passes_per_step=backward_passes_per_step,
+                                          average_aggregated_gradients=average_aggregated_gradients, groups=groups,
+                                          process_set=process_set, scale_local_gradients=scale_local_gradients)
+
+
+__all__ = [
+    "Adasum", "Average", "BroadcastGlobalVariablesHook", "Compression", "DistributedGradientTape",
+    "DistributedOptimizer", "HorovodInternalError", "HostsUpdatedInterrupt", "Max", "Min",
+    "PartialDistributedGradientTape", "ProcessSet", "Product", "Sum", "add_process_set", "allgather",
+    "allgather_object", "allreduce", "alltoall", "barrier", "broadcast", "broadcast_", "broadcast_global_variables",
+    "broadcast_object", "broadcast_object_fn", "broadcast_variables", "ccl_built", "cross_rank", "cross_size",
+    "cuda_built", "ddl_built", "gloo_built", "gloo_enabled", "global_process_set", "grouped_allgather",
+    "grouped_allreduce", "grouped_reducescatter", "init", "is_homogeneous", "is_initialized", "join",
+    "local_rank", "local_rank_op", "local_size", "local_size_op", "mpi_built", "mpi_enabled",
+    "mpi_threads_supported", "nccl_built", "process_set_included_op", "rank", "rank_op", "reducescatter",
+    "remove_process_set", "rocm_built", "shutdown", "size", "size_op", "start_timeline", "stop_timeline",
+]
