@@ -67,6 +67,19 @@ def _numpy_dtype(dtype: tf.DType):
     return np.uint16 if dtype == tf.bfloat16 else dtype.as_numpy_dtype
 
 
+# TensorFlow's kernels require EIGEN_MAX_ALIGN_BYTES (64) alignment of every CPU buffer they read
+# (a CHECK that aborts the process otherwise); numpy only guarantees 16.
+_TF_ALIGNMENT = 64
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.empty(count * dtype.itemsize + _TF_ALIGNMENT, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % _TF_ALIGNMENT
+    return raw[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
+
+
 class Output:
     """A buffer the runtime writes an allreduce/broadcast result into, of the input's dtype,
     shape and device; result() makes it a tf.Tensor without copying."""
@@ -79,7 +92,7 @@ class Output:
         self.gpu_tensor = None
         self.capsule = None
         if like.buffer.device < 0:
-            self.array = np.empty(like.buffer.shape, dtype=_numpy_dtype(tensor.dtype))
+            self.array = aligned_empty(like.buffer.shape, _numpy_dtype(tensor.dtype))
             self.address = self.array.ctypes.data
         else:
             self.array = None

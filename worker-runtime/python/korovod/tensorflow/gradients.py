@@ -54,6 +54,14 @@ def validate_groups(groups) -> None:
         raise ValueError("groups should be a non-negative integer or a list of list of tf.Variable.")
 
 
+def _scaled(grad, factor: float):
+    if grad is None or factor == 1.0:
+        return grad
+    if isinstance(grad, tf.IndexedSlices):
+        return tf.IndexedSlices(grad.values * factor, grad.indices, grad.dense_shape)
+    return grad * factor
+
+
 class GradientReducer:
     """Callable: (grads, variables) -> grads averaged (op) over the process set."""
 
@@ -73,21 +81,24 @@ class GradientReducer:
         self.groups = groups
         self.process_set = process_set
 
-    def __call__(self, grads: Sequence, variables: Optional[Sequence] = None) -> List:
+    def __call__(self, grads: Sequence, variables: Optional[Sequence] = None, postscale: float = 1.0) -> List:
+        """The reduced gradients; `postscale` multiplies the dense ones (accumulated-gradient
+        scaling of the Keras optimizer), applied by the runtime after the sum."""
         grads = list(grads)
         if self.sparse_as_dense:
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
         ps = self.process_set
         if not ps.included() or ps.size() == 1:
-            return grads
+            return grads if postscale == 1.0 else [_scaled(g, postscale) for g in grads]
         dense = [i for i, g in enumerate(grads) if g is not None and not isinstance(g, tf.IndexedSlices)]
         sparse = [i for i, g in enumerate(grads) if isinstance(g, tf.IndexedSlices)]
         result = list(grads)
         if dense:
-            for i, reduced in zip(dense, self._reduce_dense([grads[i] for i in dense], dense, variables)):
+            reduced_dense = self._reduce_dense([grads[i] for i in dense], dense, variables, self.postscale * postscale)
+            for i, reduced in zip(dense, reduced_dense):
                 result[i] = reduced
         for i in sparse:
-            result[i] = self._reduce_sparse(grads[i], i)
+            result[i] = _scaled(self._reduce_sparse(grads[i], i), postscale)
         return result
 
     # ---- dense -----------------------------------------------------------------------------
@@ -122,12 +133,13 @@ class GradientReducer:
                     names[i] = f"{self.name}.group_{g}_{k + 1}of{len(members)}".encode()
         return names
 
-    def _reduce_dense(self, grads: List[tf.Tensor], positions: List[int], variables) -> List[tf.Tensor]:
+    def _reduce_dense(self, grads: List[tf.Tensor], positions: List[int], variables,
+                      postscale: float) -> List[tf.Tensor]:
         pairs = [self.compression.compress(g) for g in grads]
         compressed = [c for c, _ in pairs]
         partition = self._partition(positions, variables)
         names = self._names(partition, positions)
-        op, prescale, postscale, ps_id = self.op, self.prescale, self.postscale, self.process_set.process_set_id
+        op, prescale, ps_id = self.op, self.prescale, self.process_set.process_set_id
 
         def body(*tensors):
             return _eager.allreduce_groups(tensors, partition, names, op, prescale, postscale, ps_id)

@@ -1,0 +1,10 @@
+"""korovod.tensorflow.keras: korovod.keras under Horovod's other name (horovod.tensorflow.keras).
+
+The same objects: `import korovod.tensorflow.keras as hvd` and `import korovod.keras as hvd` are
+interchangeable.
+"""
+
+from korovod.keras import *  # noqa: F401,F403
+from korovod.keras import __all__  # noqa: F401
+from korovod.keras import _numpy  # noqa: F401 (for code that reaches into Horovod's internals)
+from korovod.tensorflow.keras import callbacks  # noqa: F401
