@@ -57,32 +57,38 @@ bool Coordinator::ready(const Pending& p) const {
   return true;
 }
 
+const Request& Coordinator::first_request(const Pending& p) {
+  return **std::find_if(p.by_rank.begin(), p.by_rank.end(), [](const auto& r) { return r.has_value(); });
+}
+
+void Coordinator::settle(int32_t group, int32_t group_size, std::optional<Response> resp,
+                         std::vector<Response>& out) {
+  if (group < 0 || group_size <= 1) {
+    if (resp) out.push_back(std::move(*resp));
+    return;
+  }
+  HeldGroup& held = held_groups_[group];
+  if (resp) held.ready.push_back(std::move(*resp));
+  if (++held.settled < group_size) return;
+  for (auto& r : held.ready) out.push_back(std::move(r));
+  held_groups_.erase(group);
+}
+
 void Coordinator::release_ready(std::vector<Response>& out) {
   std::vector<std::string> still_pending;
   for (const std::string& name : order_) {
-    Pending& p = table_.at(name);
+    auto it = table_.find(name);
+    Pending& p = it->second;
     if (!ready(p)) {
       still_pending.push_back(name);
       continue;
     }
-    auto first_it = std::find_if(p.by_rank.begin(), p.by_rank.end(),
-                                 [](const auto& r) { return r.has_value(); });
-    const Request& first = **first_it;
-    const int32_t group = first.group_id;
-    const int32_t group_size = first.group_size;
+    const Request& first = first_request(p);
+    const int32_t group = first.group_id, group_size = first.group_size;
     Response resp = build_response(name, p.by_rank, global_ranks_);
     if (timeline_) timeline_->negotiate_end(name);
-    table_.erase(name);
-    if (group < 0 || group_size <= 1) {
-      out.push_back(std::move(resp));
-      continue;
-    }
-    auto& held = held_groups_[group];
-    held.push_back(std::move(resp));
-    if (static_cast<int32_t>(held.size()) == group_size) {
-      for (auto& r : held) out.push_back(std::move(r));
-      held_groups_.erase(group);
-    }
+    table_.erase(it);
+    settle(group, group_size, std::move(resp), out);
   }
   order_ = std::move(still_pending);
 }
@@ -98,10 +104,16 @@ void Coordinator::fail_stalled(std::vector<Response>& out) {
     pending.push_back(std::move(t));
   }
   for (auto& [name, message] : stall_.inspect(pending)) {
-    out.push_back(error_response(name, message));
-    table_.erase(name);
+    auto it = table_.find(name);
+    const Request& first = first_request(it->second);
+    const int32_t group = first.group_id, group_size = first.group_size;
+    table_.erase(it);
     order_.erase(std::find(order_.begin(), order_.end(), name));
     if (timeline_) timeline_->negotiate_end(name);
+    out.push_back(error_response(name, message));
+    // A failed member settles its group too: the members already ready are released with the
+    // last one rather than held for a member that will never come.
+    settle(group, group_size, std::nullopt, out);
   }
 }
 

@@ -33,7 +33,15 @@ class Coordinator {
     std::vector<std::optional<Request>> by_rank;
     Clock::TimePoint first_seen;
   };
+  // Group members are held until every member of the group is settled: ready (then all of the
+  // group's responses go out together) or failed by the stall inspector.
+  struct HeldGroup {
+    std::vector<Response> ready;
+    int32_t settled = 0;
+  };
+  static const Request& first_request(const Pending& p);
   bool ready(const Pending& p) const;
+  void settle(int32_t group, int32_t group_size, std::optional<Response> resp, std::vector<Response>& out);
   void add_join(int set_rank);
   void release_ready(std::vector<Response>& out);
   void fail_stalled(std::vector<Response>& out);
@@ -46,7 +54,7 @@ class Coordinator {
   Clock::TimePoint last_stall_check_;
   std::unordered_map<std::string, Pending> table_;
   std::vector<std::string> order_;                       // names, first-seen order
-  std::map<int32_t, std::vector<Response>> held_groups_; // group id -> ready members
+  std::map<int32_t, HeldGroup> held_groups_;             // by group id
   std::vector<bool> joined_;
   int last_joined_ = -1;
 };

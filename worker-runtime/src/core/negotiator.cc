@@ -62,21 +62,41 @@ void Negotiator::to_coordinator(Request req) {
   uncached_.push_back(std::move(req));
 }
 
+bool Negotiator::grouped(const Request& req) { return req.group_id >= 0 && req.group_size > 1; }
+
 void Negotiator::classify(std::vector<Request>& requests) {
   const Clock::TimePoint now = requests.empty() ? Clock::TimePoint{} : clock_.now();  // one read per cycle
-  for (Request& req : requests) {
-    if (req.type == RequestType::kJoin) joined_ = true;
-    if (!cache_.enabled() || !ResponseCache::cacheable(req.type)) {
-      to_coordinator(std::move(req));
-      continue;
+  lookups_.clear();
+  split_groups_.clear();
+  for (const Request& req : requests) {
+    ResponseCache::Lookup found;  // kMiss
+    if (cache_.enabled() && ResponseCache::cacheable(req.type)) found = cache_.lookup(req);
+    if (found.state != ResponseCache::State::kHit && grouped(req) &&
+        std::find(split_groups_.begin(), split_groups_.end(), req.group_id) == split_groups_.end()) {
+      split_groups_.push_back(req.group_id);
     }
-    ResponseCache::Lookup found = cache_.lookup(req);
+    lookups_.push_back(found);
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Request& req = requests[i];
+    ResponseCache::Lookup found = lookups_[i];
+    if (req.type == RequestType::kJoin) joined_ = true;
+    // A group is negotiated as a whole, and the coordinator releases it only once every member
+    // is ready there: a member the cache could serve while another member of its group (new,
+    // or cached with other parameters) goes to the coordinator would leave that one waiting for
+    // it forever. So the cached members of such a group are invalid too -- dropped from the
+    // cache on every rank, whose own pending hits for them then go to the coordinator as well
+    // -- and the whole group is renegotiated and cached again.
+    if (found.state == ResponseCache::State::kHit && !split_groups_.empty() && grouped(req) &&
+        std::find(split_groups_.begin(), split_groups_.end(), req.group_id) != split_groups_.end()) {
+      found.state = ResponseCache::State::kInvalid;
+    }
     if (found.state == ResponseCache::State::kHit) {
       add_pending_hit(found.bit, std::move(req), now);
-    } else {
-      if (found.state == ResponseCache::State::kInvalid) invalid_bits_.insert(found.bit);
-      to_coordinator(std::move(req));
+      continue;
     }
+    if (found.state == ResponseCache::State::kInvalid) invalid_bits_.insert(found.bit);
+    to_coordinator(std::move(req));
   }
   uncache_stalled_hits();
 }

@@ -52,6 +52,7 @@ class Negotiator {
     Request request;
     Clock::TimePoint first_seen;
   };
+  static bool grouped(const Request& req);
   void classify(std::vector<Request>& requests);
   void add_pending_hit(int bit, Request request, Clock::TimePoint now);
   void uncache_stalled_hits();
@@ -77,6 +78,10 @@ class Negotiator {
   std::vector<uint64_t> pending_words_;
   int pending_count_ = 0;
   std::vector<Request> uncached_;
+  // classify()'s scratch, kept for its capacity: each request's cache lookup, and the groups
+  // with a member the cache cannot serve.
+  std::vector<ResponseCache::Lookup> lookups_;
+  std::vector<int32_t> split_groups_;
   std::set<int> invalid_bits_;
   std::unordered_map<std::string, Request> local_requests_;  // sent to the coordinator, until responded
   bool joined_ = false;
