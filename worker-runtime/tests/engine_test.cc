@@ -316,5 +316,26 @@ TEST(Engine, StaticAndDynamicProcessSets) {
   });
 }
 
+// Horovod registers the global set without its ranks, so a dynamic set of every rank is a new
+// set (its tests add one in a one-rank world); adding the same ranks twice is still an error.
+TEST(Engine, ADynamicSetOfEveryRankIsANewSet) {
+  const int n = 2;
+  auto world = std::make_shared<fake::FakeWorld>(n);
+  Config c = fast_config();
+  c.dynamic_process_sets = true;
+  run_ranks(n, [&](int rank) {
+    auto rt = make_runtime(world, rank, c, {});
+    Result<int> id = rt->add_process_set({0, 1});
+    ASSERT_TRUE(id.is_ok()) << id.status().to_string();
+    EXPECT_EQ(*id, 1);
+    std::vector<float> x(1, static_cast<float>(rank + 1));
+    ASSERT_TRUE(rt->wait(*rt->allreduce("all", f32(x), f32(x), ReduceOp::kSum, 1, 1, *id)).is_ok());
+    EXPECT_EQ(x[0], 3.f);
+    EXPECT_FALSE(rt->add_process_set({1, 0}).is_ok());
+    EXPECT_TRUE(rt->remove_process_set(*id).is_ok());
+    EXPECT_TRUE(rt->shutdown().is_ok());
+  });
+}
+
 }  // namespace
 }  // namespace korovod

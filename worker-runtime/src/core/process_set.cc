@@ -141,10 +141,10 @@ int ProcessSetTable::take_next_id() {
   return next_id_++;
 }
 
-std::optional<int> ProcessSetTable::id_of(const std::vector<int>& ranks) const {
+std::optional<int> ProcessSetTable::added_set_with(const std::vector<int>& ranks) const {
   std::lock_guard lock(mu_);
   for (const auto& [id, set] : sets_) {
-    if (set->ranks == ranks) return id;
+    if (id != kGlobalProcessSet && set->ranks == ranks) return id;
   }
   return std::nullopt;
 }

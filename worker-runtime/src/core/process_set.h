@@ -66,7 +66,9 @@ class ProcessSetTable {
   std::vector<std::shared_ptr<ProcessSet>> all() const;
   std::vector<int> ids() const;
   int take_next_id();
-  std::optional<int> id_of(const std::vector<int>& ranks) const;
+  // The added set with exactly these ranks. The global set is not found by its ranks: as in
+  // Horovod, adding a set of every rank makes a new set.
+  std::optional<int> added_set_with(const std::vector<int>& ranks) const;
 
   std::future<Result<int>> submit_change(SetChange change);
   bool change_pending() const;

@@ -202,7 +202,7 @@ Result<int> RuntimeImpl::add_process_set(std::vector<int> ranks) {
       std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) {
     return Status::invalid_argument(fmt::format("invalid process set ranks [{}]", fmt::join(ranks, ", ")));
   }
-  if (auto existing = sets_.id_of(ranks)) {
+  if (auto existing = sets_.added_set_with(ranks)) {
     return Status::invalid_argument(fmt::format("a process set with these ranks exists (id {})", *existing));
   }
   if (!running_) return Status::aborted("korovod is not running");
