@@ -100,6 +100,7 @@ def test_training_on_shares_of_each_batch_matches_one_process(digits):
     compare_with_one_process(digits, compile_model=False)
 
 
+@pytest.mark.once_per_interpreter
 def test_training_a_compiled_model_matches_one_process(digits):
     if not hasattr(torch, 'compile'):
         pytest.skip('torch %s has no torch.compile (torch >= 2.0)' % torch.__version__)

@@ -15,6 +15,7 @@ import korovod
 import korovod.torch as hvd
 
 WORKER = Path(__file__).with_name("tcp_job_worker.py")
+pytestmark = pytest.mark.once_per_interpreter  # the jobs here do not depend on the outer one
 _LAUNCHER_VARIABLES = ("OMPI_", "PMIX_", "PMI_", "HYDRA_", "MPI_LOCALNRANKS", "KOROVOD_RANK", "KOROVOD_SIZE",
                        "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_GLOO", "KOROVOD_RENDEZVOUS")
 
