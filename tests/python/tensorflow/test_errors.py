@@ -1,0 +1,46 @@
+"""Errors as in the torch binding: ranks that disagree get an error on every rank that names the
+tensor and the ranks, eagerly and from inside a tf.function, and the runtime stays usable."""
+
+import numpy as np
+import tensorflow as tf
+
+import korovod.tensorflow as hvd
+from tf_helpers import check_on_all_ranks, check_results, raises_on_all_ranks, require_ranks
+
+
+def _still_works():
+    check_results([("after", hvd.allreduce(tf.ones([3]), op=hvd.Sum), np.full(3, float(hvd.size())))])
+
+
+def test_shape_mismatch_raises_on_every_rank_naming_tensor_and_ranks_then_recovers():
+    require_ranks(2)
+    tensor = tf.ones([2 + hvd.rank(), 3])
+    text = raises_on_all_ranks(RuntimeError, lambda: hvd.allreduce(tensor, name="mismatch.shape"))
+    check_on_all_ranks("mismatch.shape" in text and "rank" in text, lambda: f"error text: {text}")
+    _still_works()
+
+
+def test_dtype_mismatch_raises_on_every_rank():
+    require_ranks(2)
+    tensor = tf.ones([4], tf.int32 if hvd.rank() % 2 else tf.float32)
+    text = raises_on_all_ranks(RuntimeError, lambda: hvd.allgather(tensor, name="mismatch.dtype"))
+    check_on_all_ranks("mismatch.dtype" in text, lambda: f"error text: {text}")
+    _still_works()
+
+
+def test_mismatch_inside_a_tf_function_surfaces_as_a_tensorflow_error_naming_the_tensor():
+    require_ranks(2)
+
+    @tf.function
+    def f(x):
+        return hvd.allreduce(x, name="mismatch.in_graph")
+
+    text = raises_on_all_ranks(tf.errors.OpError, lambda: f(tf.ones([3 + hvd.rank()])))
+    check_on_all_ranks("mismatch.in_graph" in text, lambda: f"error text: {text}")
+    _still_works()
+
+
+def test_broadcast_root_mismatch_raises_on_every_rank():
+    require_ranks(2)
+    raises_on_all_ranks(RuntimeError, lambda: hvd.broadcast(tf.ones([2]), hvd.rank(), name="mismatch.root"))
+    _still_works()

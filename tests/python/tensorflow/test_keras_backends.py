@@ -1,0 +1,76 @@
+"""korovod.keras on Keras 3's jax and torch backends: a 2-process job per backend (korovod's TCP
+rendezvous, no mpirun), started once per outer job from rank 0 (keras_backend_worker.py checks
+broadcast, metric averaging and equality with one process on every rank).
+
+jax runs on this venv's jax. torch runs on the PyPI torch venv (KOROVOD_TORCH_VENV, set by ctest)
+with this venv's site-packages (keras) appended to its path; skipped, saying so, without it."""
+
+import os
+import socket
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+import korovod
+import korovod.tensorflow as hvd
+
+WORKER = Path(__file__).with_name("keras_backend_worker.py")
+_LAUNCHER_VARIABLES = ("OMPI_", "PMIX_", "PMI_", "HYDRA_", "MPI_LOCALNRANKS", "KOROVOD_RANK", "KOROVOD_SIZE",
+                       "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_GLOO", "KOROVOD_RENDEZVOUS")
+
+
+@pytest.fixture(autouse=True)
+def _rank_zero_only():
+    if hvd.rank() != 0:
+        pytest.skip("starts its own job; runs once per outer job, on rank 0")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run_job(python: str, backend: str, extra_path: str = "", passes: int = 1, size: int = 2, timeout: float = 240):
+    port = _free_port()
+    package_root = str(Path(korovod.__file__).resolve().parents[1])
+    outputs, procs = [], []
+    for rank in range(size):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_VARIABLES)}
+        path = [package_root] + env.get("PYTHONPATH", "").split(os.pathsep) + ([extra_path] if extra_path else [])
+        env.update(KOROVOD_RENDEZVOUS_ADDR="127.0.0.1", KOROVOD_RENDEZVOUS_PORT=str(port), KOROVOD_RANK=str(rank),
+                   KOROVOD_SIZE=str(size), KOROVOD_START_TIMEOUT="60", KERAS_BACKEND=backend, OMP_NUM_THREADS="1",
+                   PYTHONPATH=os.pathsep.join(p for p in path if p))
+        procs.append(subprocess.Popen([python, str(WORKER), str(passes)], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    try:
+        for p in procs:
+            outputs.append(p.communicate(timeout=timeout)[0])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return outputs
+
+
+def _check(outputs, backend):
+    for rank, out in enumerate(outputs):
+        assert f"KERAS-OK {backend}" in out, f"rank {rank}:\n{out[-3000:]}"
+
+
+def test_jax_backend_fit_with_distributed_optimizer_and_callbacks():
+    pytest.importorskip("jax", reason="this venv has no jax (scripts/setup installs jax[cpu] into the TF venv)")
+    _check(_run_job(sys.executable, "jax"), "jax")
+
+
+@pytest.mark.parametrize("passes", [1, 2])
+def test_torch_backend_fit_with_distributed_optimizer_and_callbacks(passes):
+    venv = os.environ.get("KOROVOD_TORCH_VENV", "")
+    python = Path(venv) / "bin" / "python"
+    if not venv or not python.exists():
+        pytest.skip(f"no PyPI torch venv (KOROVOD_TORCH_VENV={venv!r}; scripts/test makes it)")
+    _check(_run_job(str(python), "torch", sysconfig.get_paths()["purelib"], passes), "torch")
