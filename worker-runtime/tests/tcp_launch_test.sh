@@ -1,27 +1,46 @@
 #!/bin/bash
 # Starts rt_tcp_worker as N plain processes (no mpirun), as a non-MPI launcher would: rank 0
-# hosts the rendezvous store on a free port of 127.0.0.1. Extra arguments go to every rank.
+# hosts the rendezvous store on a free port of 127.0.0.1, every rank reads the job secret from
+# the file KOROVOD_JOB_SECRET_FILE names (as pods do from the operator's Secret), and an outsider
+# (tcp_intruder.py: garbage, no secret, a wrong secret, half a handshake, silence) attacks the
+# store the whole time. Extra arguments go to every rank.
 #   tcp_launch_test.sh <rt_tcp_worker> <np> [--crash]
 # Without --crash every rank must print TCP-WORKER-OK; with it, every rank but the killed last
-# one must print TCP-WORKER-CRASH-OK (its allreduce failed in time, no hang).
+# one must print TCP-WORKER-CRASH-OK (its allreduce failed in time, no hang). Either way the
+# intruder must never get an answer, and rank 0 must log the connections it refused.
 set -u
 exe=$1
 np=$2
 shift 2
+here=$(dirname "$0")
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 out=$(mktemp -d)
+python3 -c 'import secrets; print(secrets.token_hex(32))' >"$out/secret"
+chmod 600 "$out/secret"
+python3 "$here/tcp_intruder.py" "127.0.0.1:$port" --seconds 4 >"$out/intruder" 2>&1 &
+intruder=$!
+sleep 0.3  # the intruder is waiting at the port before the store opens it
+# A job that lasts while the intruder works (not with --crash: its ranks die mid-collective).
+steps=(--steps 20 --pause-ms 100)
+[[ " $* " == *" --crash "* ]] && steps=()
 pids=()
 for ((r = 0; r < np; r++)); do
   KOROVOD_RENDEZVOUS_ADDR=127.0.0.1 KOROVOD_RENDEZVOUS_PORT=$port KOROVOD_RANK=$r KOROVOD_SIZE=$np \
-    KOROVOD_START_TIMEOUT=20 timeout 60 "$exe" "$@" >"$out/$r.log" 2>&1 &
+    KOROVOD_JOB_SECRET_FILE="$out/secret" KOROVOD_START_TIMEOUT=20 \
+    timeout 60 "$exe" "${steps[@]}" "$@" >"$out/$r.log" 2>&1 &
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done
-cat "$out"/*.log
+wait "$intruder"
+intruder_rc=$?
+cat "$out"/*.log "$out/intruder"
 if [[ " $* " == *" --crash "* ]]; then want=$((np - 1)); tag=TCP-WORKER-CRASH-OK; else want=$np; tag=TCP-WORKER-OK; fi
 got=$(cat "$out"/*.log | grep -c "$tag")
+refused=$(grep -c "closed the connection from 127.0.0.1:" "$out/0.log")
 rm -rf "$out"
 if [ "$got" -ne "$want" ]; then
   echo "$got of $want ranks printed $tag"; exit 1
 fi
-echo "tcp launch check passed (np=$np $*): $got ranks printed $tag"
+if [ "$intruder_rc" -ne 0 ]; then echo "the intruder got an answer from the store"; exit 1; fi
+if [ "$refused" -lt 1 ]; then echo "rank 0 logged no refused connection"; exit 1; fi
+echo "tcp launch check passed (np=$np $*): $got ranks printed $tag; rank 0 refused $refused intruder connections"

@@ -6,11 +6,14 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
+#include <thread>
 
 #include "korovod/tcp.h"
 #include "test_ranks.h"
+#include "transport/tcp/auth.h"
 #include "transport/tcp/socket.h"
 
 namespace korovod {
@@ -106,6 +109,86 @@ TEST(TcpRuntime, FourRanksOnTwoForcedHostsRunCollectives) {
     if (!r.shutdown().is_ok()) fail(rank, "shutdown");
   });
   EXPECT_TRUE(failures.empty()) << fmt::format("{}", fmt::join(failures, "\n"));
+}
+
+// Connections to the store's port that never prove the secret, one after another, until `stop`:
+// garbage, a store request without a handshake, a wrong proof, and silence.
+void attack_store(int port, const std::atomic<bool>& stop, std::atomic<int>& attempts) {
+  const tcp::Endpoint at{"127.0.0.1", port};
+  const tcp::JobSecret wrong = *tcp::JobSecret::from_text("not-the-job-secret-at-all", "test");
+  std::vector<tcp::Fd> silent;
+  for (int i = 0; !stop; ++i) {
+    Result<tcp::Fd> fd = tcp::connect_to(at, tcp::SocketOptions{0}, tcp::deadline_after(0.2));
+    if (!fd.is_ok()) continue;  // rank 0 has not started the store yet
+    ++attempts;
+    switch (i % 4) {
+      case 0:
+        (void)tcp::send_all(fd->get(), "GET / HTTP/1.0\r\n\r\n", 18, tcp::deadline_after(0.2), "store");
+        break;
+      case 1:
+        (void)tcp::send_all(fd->get(), "\x02\x01\x00\x00\x00k", 6, tcp::deadline_after(0.2), "store");
+        break;
+      case 2:
+        (void)tcp::authenticate_to_server(fd->get(), wrong, "store", "", tcp::deadline_after(0.5), "store");
+        break;
+      default:
+        if (silent.size() < 8) silent.push_back(std::move(fd).value());
+    }
+  }
+}
+
+TEST(TcpRuntime, RanksWithTheJobSecretComputeWhileTheStoreIsAttacked) {
+  const int n = 3, port = free_port();
+  std::atomic<bool> stop{false};
+  std::atomic<int> attempts{0};
+  std::thread intruder([&] { attack_store(port, stop, attempts); });
+  std::mutex mu;
+  std::vector<std::string> failures;
+  testing::run_ranks(n, [&](int rank) {
+    EnvMap env = env_for(rank, n, port);
+    env["KOROVOD_JOB_SECRET"] = "the-secret-every-rank-of-this-job-has";
+    Result<TcpWorldConfig> world = parse_tcp_world(env);
+    Result<RuntimeOptions> options = world.is_ok() ? tcp_runtime_options(tcp_config(), *world)
+                                                   : Result<RuntimeOptions>(world.status());
+    Result<std::unique_ptr<Runtime>> rt =
+        options.is_ok() ? Runtime::create(std::move(options).value()) : Result<std::unique_ptr<Runtime>>(options.status());
+    std::string failure;
+    if (rt.is_ok()) {
+      std::vector<float> x(4099, static_cast<float>(rank + 1));
+      TensorView v{x.data(), DataType::kFloat32, {static_cast<int64_t>(x.size())}, kCpuDevice};
+      Result<Handle> h = (*rt)->allreduce("x", v, v, ReduceOp::kSum);
+      Status s = h.is_ok() ? (*rt)->wait(*h) : h.status();
+      if (!s.is_ok()) failure = s.to_string();
+      for (float f : x) {
+        if (failure.empty() && f != 6.0f) failure = fmt::format("allreduce gave {} instead of 6", f);
+      }
+      if (!(*rt)->shutdown().is_ok()) failure += " shutdown failed";
+    } else {
+      failure = rt.status().to_string();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (!failure.empty()) failures.push_back(fmt::format("rank {}: {}", rank, failure));
+  });
+  stop = true;
+  intruder.join();
+  EXPECT_TRUE(failures.empty()) << fmt::format("{}", fmt::join(failures, "\n"));
+  EXPECT_GT(attempts.load(), 4) << "the intruder never got at the store";
+}
+
+TEST(TcpRuntime, RankWithAnotherSecretCannotJoin) {
+  const int port = free_port();
+  std::vector<Status> status(2);
+  testing::run_ranks(2, [&](int rank) {
+    EnvMap env = env_for(rank, 2, port);
+    env["KOROVOD_START_TIMEOUT"] = "2";
+    env["KOROVOD_JOB_SECRET"] = rank == 0 ? "the-secret-of-the-job-rank-0-has" : "a-secret-from-some-other-job";
+    Result<TcpWorldConfig> world = parse_tcp_world(env);
+    status[rank] = world.is_ok() ? tcp_runtime_options(tcp_config(), *world).status() : world.status();
+  });
+  ASSERT_FALSE(status[1].is_ok());
+  EXPECT_NE(status[1].message().find("refused this side's proof"), std::string::npos) << status[1].message();
+  ASSERT_FALSE(status[0].is_ok());
+  EXPECT_NE(status[0].message().find("rank 1 did not arrive"), std::string::npos) << status[0].message();
 }
 
 TEST(TcpRuntime, MissingRankFailsTheStartNamingIt) {

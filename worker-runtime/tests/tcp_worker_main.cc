@@ -4,11 +4,14 @@
 //   --crash  a timer thread SIGKILLs the last rank 300 ms into a loop of 4 MiB allreduces (so
 //            mostly mid-collective, data or control plane); every other rank's pending
 //            allreduce must fail within kCrashBoundSeconds (prints TCP-WORKER-CRASH-OK).
+//   --steps N --pause-ms M  N allreduces (default 5) with M ms between them: a job that lasts
+//            (the intruder tests attack its listeners meanwhile).
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -19,7 +22,14 @@ namespace {
 
 constexpr double kCrashBoundSeconds = 2.0;
 
-int run(bool crash) {
+struct Args {
+  bool crash = false;
+  int steps = 5;
+  int pause_ms = 0;
+};
+
+int run(const Args& args) {
+  const bool crash = args.crash;
   using namespace korovod;
   Result<std::unique_ptr<Runtime>> rt = init_tcp_runtime();
   if (!rt.is_ok()) {
@@ -36,7 +46,8 @@ int run(bool crash) {
     }).detach();
   }
   for (int i = 0;; ++i) {
-    if (!crash && i == 5) break;
+    if (!crash && i == args.steps) break;
+    if (i > 0 && args.pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(args.pause_ms));
     for (float& v : x) v = static_cast<float>(rank + 1);
     TensorView t{x.data(), DataType::kFloat32, {static_cast<int64_t>(x.size())}, kCpuDevice};
     const auto start = std::chrono::steady_clock::now();
@@ -66,12 +77,26 @@ int run(bool crash) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
-    fmt::print("usage: rt_tcp_worker [--crash]\n"
-               "One rank of a job started without MPI (see tcp_launch_test.sh): needs KOROVOD_RENDEZVOUS_ADDR,\n"
-               "KOROVOD_RENDEZVOUS_PORT, KOROVOD_RANK and KOROVOD_SIZE. Runs checked allreduces through the\n"
-               "engine; --crash kills the last rank and checks that the others fail in time.\n");
-    return 0;
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      fmt::print("usage: rt_tcp_worker [--crash] [--steps N] [--pause-ms M]\n"
+                 "One rank of a job started without MPI (see tcp_launch_test.sh): needs KOROVOD_RENDEZVOUS_ADDR,\n"
+                 "KOROVOD_RENDEZVOUS_PORT, KOROVOD_RANK and KOROVOD_SIZE. Runs checked allreduces through the\n"
+                 "engine (N of them, default 5, M ms apart); --crash kills the last rank and checks that the\n"
+                 "others fail in time.\n");
+      return 0;
+    }
+    if (std::strcmp(argv[i], "--crash") == 0) {
+      args.crash = true;
+    } else if (std::strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
+      args.steps = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--pause-ms") == 0 && i + 1 < argc) {
+      args.pause_ms = std::atoi(argv[++i]);
+    } else {
+      fmt::print(stderr, "rt_tcp_worker: unknown argument {} (see --help)\n", argv[i]);
+      return 2;
+    }
   }
-  return run(argc > 1 && std::strcmp(argv[1], "--crash") == 0);
+  return run(args);
 }

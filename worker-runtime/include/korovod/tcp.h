@@ -9,6 +9,10 @@
 //   KOROVOD_START_TIMEOUT  seconds to wait for every rank at the store (HOROVOD_START_TIMEOUT, 30)
 //   KOROVOD_RENDEZVOUS_SERVER  "rank0" (default: rank 0 hosts the store) or "external" (a
 //                       launcher such as korovodrun hosts it for the whole job)
+//   KOROVOD_JOB_SECRET_FILE  a file holding the job's secret (the operator mounts one): every TCP
+//                       connection of the job proves it before anything else is read
+//   KOROVOD_JOB_SECRET  the secret itself (korovodrun gives it to the ranks it starts); wins over
+//                       the file. Neither set: no authentication, and rank 0 warns.
 #pragma once
 
 #include <memory>
@@ -30,10 +34,12 @@ struct TcpWorldConfig {
   double start_timeout_seconds = 30;  // every rank at the store, every connection made
   RendezvousServer server = RendezvousServer::kRank0;
   std::string server_listen_host = "0.0.0.0";  // where rank 0's store listens (kRank0)
+  // What every connection must prove (transport/tcp/auth.h); "" = connections unauthenticated.
+  std::string job_secret;
 };
 
-// Reads the variables above from `env`; a missing or malformed one is an InvalidArgument error
-// naming it.
+// Reads the variables above from `env` (and the secret file it names); a missing or malformed
+// one is an InvalidArgument error naming it (never showing a secret).
 Result<TcpWorldConfig> parse_tcp_world(const EnvMap& env);
 bool tcp_rendezvous_configured(const EnvMap& env);  // KOROVOD_/HOROVOD_GLOO_RENDEZVOUS_ADDR set
 

@@ -51,6 +51,9 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
     tcp_options.hierarchical_allreduce = options.config.hierarchical_allreduce;
     tcp_options.host_id = options.config.host_id;
     tcp_options.shm_geometry = shm::geometry_from(options.config);
+    // MPI is the trusted channel: each set's rank 0 sends its sockets' secret over it.
+    tcp_options.share_secret = true;
+    tcp_options.auth.log = tcp::warning_log(options.config, (*ctx)->info().rank);
     options.backends.push_back(std::make_shared<tcp::TcpBackendProvider>(transport, tcp_options));
   } else if (options.config.cpu_operations != "mpi") {
     const shm::Geometry geometry = shm::geometry_from(options.config);

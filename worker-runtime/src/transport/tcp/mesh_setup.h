@@ -1,17 +1,27 @@
 // Building the sockets of a Mesh once every member knows every member's "address:port": rank
-// `me` connects to every lower rank and accepts every higher one; each connection opens with a
-// handshake naming the set and the connecting rank. Sockets come back nonblocking.
+// `me` connects to every lower rank and accepts every higher one. Each connection opens with the
+// job-secret handshake (auth.h, purpose "mesh"), whose payload names the set and the connecting
+// rank. The accepting side holds its new connections in a HandshakeGate while it keeps
+// accepting, so connections from outside the job (no proof, a wrong or replayed one, garbage,
+// silence) are closed and logged while the members connect. Sockets come back nonblocking.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "transport/tcp/handshake_gate.h"
 #include "transport/tcp/socket.h"
 
 namespace korovod::tcp {
 
+struct MeshAuth {
+  JobSecret secret;  // none: no handshake beyond the set / rank payload
+  AuthLog log;       // rejected connections
+  double handshake_seconds = kHandshakeTimeoutSeconds;
+};
+
 Result<std::vector<Fd>> connect_mesh(const Fd& listener, const std::vector<std::string>& endpoints, int me, int set_id,
                                      const SocketOptions& sock, double timeout_seconds,
-                                     const std::vector<int>& global_ranks);
+                                     const std::vector<int>& global_ranks, const MeshAuth& auth);
 
 }  // namespace korovod::tcp

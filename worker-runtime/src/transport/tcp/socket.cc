@@ -134,6 +134,21 @@ Result<Fd> accept_one(const Fd& listener, const SocketOptions& opts, Deadline de
   return fd;
 }
 
+Result<Fd> accept_waiting(const Fd& listener, const SocketOptions& opts) {
+  for (;;) {
+    Fd fd(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (fd.valid()) {
+      tune(fd.get(), opts);
+      return fd;
+    }
+    const int err = errno;
+    if (err == EINTR) continue;
+    // Gone before it was taken, or nothing there: no connection, and no reason to stop listening.
+    if (err == EAGAIN || err == EWOULDBLOCK || err == ECONNABORTED || err == EPROTO || err == EPERM) return Fd();
+    return Status::unknown(fmt::format("accept: {}", errno_text(err)));
+  }
+}
+
 Status send_all(int fd, const void* data, size_t len, Deadline deadline, const std::string& peer) {
   const auto* p = static_cast<const std::byte*>(data);
   for (size_t done = 0; done < len;) {

@@ -65,6 +65,10 @@ int local_port(const Fd& fd);
 Result<Fd> connect_to(const Endpoint& to, const SocketOptions& opts, Deadline deadline);
 // Accepts one connection or fails at `deadline`.
 Result<Fd> accept_one(const Fd& listener, const SocketOptions& opts, Deadline deadline);
+// Accepts a connection that is already waiting, on a nonblocking listener: an invalid Fd when
+// none is (or it was reset before it could be taken); an error only when accepting itself fails
+// (out of file descriptors).
+Result<Fd> accept_waiting(const Fd& listener, const SocketOptions& opts);
 
 // Blocking-style whole-buffer I/O on a socket (works on blocking and nonblocking fds), failing at
 // `deadline`; `peer` names the other side in errors.

@@ -1,6 +1,8 @@
 // The rendezvous store: a small key/value server over TCP that rank 0 hosts when the runtime
 // starts without MPI (KOROVOD_RENDEZVOUS_ADDR / _PORT, docs/runtime-config.md), and its client.
 // Ranks publish their listen addresses and host identities in it and wait for each other's.
+// With a job secret, every connection proves it (auth.h, purpose "store") before the server
+// reads a single request from it.
 #pragma once
 
 #include <map>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "core/thread_annotations.h"
+#include "transport/tcp/handshake_gate.h"
 #include "transport/tcp/socket.h"
 #include "transport/tcp/store_protocol.h"
 
@@ -19,7 +22,11 @@ namespace korovod::tcp {
 class StoreServer {
  public:
   // Listens on host:port (port 0: ephemeral, see port()) and serves on a thread of its own.
-  static Result<std::unique_ptr<StoreServer>> start(const std::string& host, int port);
+  // Connections that fail the handshake with `secret` (none: no handshake) are closed and
+  // reported to `log` with their address, at most `handshake_seconds` after they were accepted.
+  static Result<std::unique_ptr<StoreServer>> start(const std::string& host, int port, JobSecret secret = {},
+                                                    AuthLog log = {},
+                                                    double handshake_seconds = kHandshakeTimeoutSeconds);
   ~StoreServer();  // stops the thread and closes every connection
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
@@ -31,8 +38,9 @@ class StoreServer {
     std::string in, out;
     std::vector<std::string> waiting_for;  // keys of parked gets, answered in order
   };
-  StoreServer(Fd listener, Fd wake_read, Fd wake_write);
+  StoreServer(Fd listener, Fd wake_read, Fd wake_write, HandshakeGate gate);
   void serve();
+  void accept_new();
   bool handle_input(Client& c);  // false: drop the client
   void answer_parked();
   StoreResponse apply(const StoreRequest& r);
@@ -41,6 +49,7 @@ class StoreServer {
   Fd listener_, wake_read_, wake_write_;
   int port_ = 0;
   // Owned by the serving thread.
+  HandshakeGate gate_;  // connections until they have proven the job secret
   std::map<std::string, std::string> data_;
   std::vector<std::unique_ptr<Client>> clients_;
   std::thread thread_;
@@ -48,11 +57,11 @@ class StoreServer {
 
 class StoreClient {
  public:
-  // Connects (retrying until `timeout_seconds`: rank 0 may not have started the server yet);
-  // set and add fail after the same time. `who` ("rank 3") and the address name this side in
-  // every error.
+  // Connects (retrying until `timeout_seconds`: rank 0 may not have started the server yet) and
+  // proves `secret` (none: no handshake); set and add fail after the same time. `who` ("rank
+  // 3") and the address name this side in every error.
   static Result<std::unique_ptr<StoreClient>> connect(const Endpoint& server, double timeout_seconds,
-                                                      std::string who);
+                                                      std::string who, const JobSecret& secret = {});
   Status set(const std::string& key, const std::string& value);
   // Waits until `key` exists, at most `timeout_seconds`.
   Result<std::string> get(const std::string& key, double timeout_seconds);

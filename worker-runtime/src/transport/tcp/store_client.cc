@@ -7,12 +7,16 @@
 namespace korovod::tcp {
 
 Result<std::unique_ptr<StoreClient>> StoreClient::connect(const Endpoint& server, double timeout_seconds,
-                                                          std::string who) {
-  Result<Fd> fd = connect_to(server, SocketOptions{0}, deadline_after(timeout_seconds));
+                                                          std::string who, const JobSecret& secret) {
+  const Deadline deadline = deadline_after(timeout_seconds);
+  Result<Fd> fd = connect_to(server, SocketOptions{0}, deadline);
   if (!fd.is_ok()) {
     return Status::unknown(fmt::format("{}: cannot reach the rendezvous store within {} s: {}", who, timeout_seconds,
                                        fd.status().message()));
   }
+  Status proven = authenticate_to_server(fd->get(), secret, "store", "", deadline,
+                                         fmt::format("the rendezvous store at {}", server.to_string()));
+  if (!proven.is_ok()) return Status(proven.code(), fmt::format("{}: {}", who, proven.message()));
   return std::unique_ptr<StoreClient>(new StoreClient(std::move(fd).value(), server, std::move(who), timeout_seconds));
 }
 
@@ -25,6 +29,11 @@ Result<std::string> StoreClient::call(const StoreRequest& r, double timeout_seco
   Status sent = send_all(fd_.get(), frame.data(), frame.size(), deadline, where);
   for (; sent.is_ok();) {
     Result<std::optional<StoreResponse>> resp = take_response(buffer_);
+    if (!resp.is_ok() && buffer_.rfind("KRVH", 0) == 0) {
+      return Status::invalid_argument(fmt::format("{}: {} asks for the job secret, and this rank has none (set "
+                                                  "KOROVOD_JOB_SECRET_FILE as the other ranks have it)",
+                                                  who_, where));
+    }
     if (!resp.is_ok()) return resp.status();
     if (resp->has_value()) {
       if (!(*resp)->ok) return Status::unknown(fmt::format("{}: {}: {}", who_, where, (*resp)->value));

@@ -12,18 +12,27 @@
 
 namespace korovod::tcp {
 
-Result<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& host, int port) {
+Result<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& host, int port, JobSecret secret,
+                                                        AuthLog log, double handshake_seconds) {
   Result<Fd> listener = listen_on(host, port, SocketOptions{0}, 256);
   if (!listener.is_ok()) return Status::unknown(fmt::format("rendezvous store: {}", listener.status().message()));
+  KOROVOD_RETURN_IF_ERROR(set_nonblocking(listener->get()));
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return Status::unknown("rendezvous store: pipe2 failed");
-  std::unique_ptr<StoreServer> s(new StoreServer(std::move(listener).value(), Fd(pipe_fds[0]), Fd(pipe_fds[1])));
+  const int bound = local_port(*listener);
+  HandshakeGate gate(std::move(secret), "store", 0, fmt::format("rendezvous store on port {}", bound),
+                     handshake_seconds, std::move(log));
+  std::unique_ptr<StoreServer> s(
+      new StoreServer(std::move(listener).value(), Fd(pipe_fds[0]), Fd(pipe_fds[1]), std::move(gate)));
   s->thread_ = std::thread([raw = s.get()] { raw->serve(); });
   return s;
 }
 
-StoreServer::StoreServer(Fd listener, Fd wake_read, Fd wake_write)
-    : listener_(std::move(listener)), wake_read_(std::move(wake_read)), wake_write_(std::move(wake_write)) {
+StoreServer::StoreServer(Fd listener, Fd wake_read, Fd wake_write, HandshakeGate gate)
+    : listener_(std::move(listener)),
+      wake_read_(std::move(wake_read)),
+      wake_write_(std::move(wake_write)),
+      gate_(std::move(gate)) {
   port_ = local_port(listener_);
 }
 
@@ -95,21 +104,34 @@ void StoreServer::answer_parked() {
   }
 }
 
+void StoreServer::accept_new() {
+  for (;;) {
+    Result<Fd> fd = accept_waiting(listener_, SocketOptions{0});
+    if (!fd.is_ok() || !fd->valid()) return;  // out of descriptors: the next round tries again
+    gate_.admit(std::move(fd).value());
+  }
+}
+
+// One thread serves everything: the connections still in their handshake (gate_, each with a
+// deadline of its own) and the clients that passed it, so a connection that stalls or lies
+// delays no one.
 void StoreServer::serve() {
   std::vector<pollfd> fds;
+  std::vector<Admitted> admitted;
   for (;;) {
     fds.clear();
     fds.push_back({wake_read_.get(), POLLIN, 0});
     fds.push_back({listener_.get(), POLLIN, 0});
     for (auto& c : clients_) fds.push_back({c->fd.get(), static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT)), 0});
-    if (poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) return;
+    const size_t gate_at = fds.size();
+    const size_t gate_count = gate_.add_poll_fds(fds);
+    if (poll(fds.data(), fds.size(), gate_.ms_to_next_deadline(1000)) < 0 && errno != EINTR) return;
     if (fds[0].revents != 0) return;
-    if (fds[1].revents & POLLIN) {
-      Fd fd(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-      if (fd.valid()) clients_.push_back(std::make_unique<Client>(Client{std::move(fd), {}, {}, {}}));
-    }
+    admitted.clear();
+    gate_.progress(fds.data() + gate_at, gate_count, admitted);
+    if (fds[1].revents & POLLIN) accept_new();
     std::vector<bool> keep(clients_.size(), true);
-    for (size_t i = 0; i < clients_.size() && i + 2 < fds.size(); ++i) {
+    for (size_t i = 0; i < clients_.size() && i + 2 < gate_at; ++i) {
       if (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) keep[i] = handle_input(*clients_[i]);
     }
     answer_parked();
@@ -125,6 +147,7 @@ void StoreServer::serve() {
     for (size_t i = clients_.size(); i-- > 0;) {
       if (!keep[i]) clients_.erase(clients_.begin() + static_cast<std::ptrdiff_t>(i));
     }
+    for (Admitted& a : admitted) clients_.push_back(std::make_unique<Client>(Client{std::move(a.fd), {}, {}, {}}));
   }
 }
 

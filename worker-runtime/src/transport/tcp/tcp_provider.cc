@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/logger.h"
 #include "transport/common/host_groups.h"
 #include "transport/shm/shm_provider.h"
 #include "transport/tcp/address.h"
@@ -23,11 +24,32 @@ Result<std::vector<std::string>> agree(ControlChannel& ctl, const Status& mine, 
   return korovod::agree(ctl, mine, payload, "TCP backend setup", global_ranks);
 }
 
+// The secret the set's sockets prove: the configured one, or (share_secret) a fresh one from the
+// set's rank 0 over the control channel. Collective over `ctl` in the second case.
+Result<MeshAuth> set_auth(ControlChannel& ctl, const TcpOptions& options) {
+  if (!options.share_secret) return options.auth;
+  std::string text = ctl.rank() == 0 ? JobSecret::generate().text() : std::string();
+  KOROVOD_RETURN_IF_ERROR(ctl.broadcast_from_root(text));
+  MeshAuth auth = options.auth;
+  Result<JobSecret> secret = JobSecret::from_text(text, "the process set's rank 0");
+  if (!secret.is_ok()) return secret.status();
+  auth.secret = std::move(secret).value();
+  return auth;
+}
+
 }  // namespace
+
+AuthLog warning_log(const Config& config, int rank) {
+  Logger logger(config.log_level, config.log_hide_time, nullptr);
+  logger.set_rank(rank);
+  return [logger](const std::string& line) { logger.write(LogLevel::kWarning, line); };
+}
 
 
 Result<std::unique_ptr<Backend>> TcpBackendProvider::create_flat(ControlChannel& ctl, const std::vector<int>& global_ranks,
                                                                  int set_id) {
+  Result<MeshAuth> auth = set_auth(ctl, options_);
+  if (!auth.is_ok()) return auth.status();
   Result<std::string> address = choose_listen_address(options_.iface);
   Result<Fd> listener = address.is_ok() ? listen_on(*address, 0, SocketOptions{options_.socket_buffer_bytes},
                                                     static_cast<int>(global_ranks.size()) + 8)
@@ -38,7 +60,7 @@ Result<std::unique_ptr<Backend>> TcpBackendProvider::create_flat(ControlChannel&
 
   Result<std::vector<Fd>> peers = connect_mesh(*listener, *endpoints, ctl.rank(), set_id,
                                                SocketOptions{options_.socket_buffer_bytes}, options_.timeout_seconds,
-                                               global_ranks);
+                                               global_ranks, *auth);
   Result<std::vector<std::string>> done = agree(ctl, peers.status(), "connected", global_ranks);
   if (!done.is_ok()) return done.status();
   auto mesh = std::make_unique<Mesh>(ctl.rank(), std::move(peers).value(), global_ranks, options_.timeout_seconds);

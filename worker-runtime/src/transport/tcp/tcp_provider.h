@@ -1,15 +1,18 @@
 // Creates the TCP backend of a process set. Rendezvous goes through the control plane the
 // runtime already has (MPI's ControlChannel, or one over the rendezvous store): every member
 // listens on an ephemeral port, the members exchange "address:port", rank i connects to every
-// lower rank and accepts every higher one (each connection opens with a handshake naming the
-// set and the rank), and all agree on the outcome so no rank is left waiting.
+// lower rank and accepts every higher one (each connection opens with the job-secret handshake,
+// mesh_setup.h, naming the set and the rank), and all agree on the outcome so no rank is left
+// waiting.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "korovod/config.h"
 #include "korovod/transport.h"
 #include "transport/common/host_groups.h"
+#include "transport/tcp/mesh_setup.h"
 #include "transport/shm/shm_group.h"
 
 namespace korovod::tcp {
@@ -24,7 +27,16 @@ struct TcpOptions {
   bool hierarchical_allreduce = false;
   std::string host_id;
   shm::Geometry shm_geometry;
+  // What the set's connections prove (the TCP transport's secret). share_secret: the set's rank
+  // 0 generates a fresh secret and broadcasts it over the control channel before any socket is
+  // opened (under MPI, whose channel is trusted: the ranks need no secret of their own).
+  MeshAuth auth;
+  bool share_secret = false;
 };
+
+// Refused connections and other security warnings, through a Logger at WARNING (Config's level,
+// time stamp and this rank).
+AuthLog warning_log(const Config& config, int rank);
 
 
 class TcpBackendProvider final : public BackendProvider {

@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <fstream>
+#include <sstream>
 
 #include "korovod/tcp.h"
 #ifdef KOROVOD_HAVE_NCCL
@@ -34,6 +36,27 @@ Status read_required(const EnvMap& env, std::initializer_list<const char*> names
     return Status::invalid_argument(fmt::format("{}={:?}: expected a number >= {}", which, *v, min_value));
   }
   return Status::ok();
+}
+
+// KOROVOD_JOB_SECRET, else the file KOROVOD_JOB_SECRET_FILE names; "" when neither is set.
+Result<std::string> read_job_secret(const EnvMap& env) {
+  std::string which;
+  if (const std::string* value = find_env(env, {"KOROVOD_JOB_SECRET"}, &which)) {
+    Result<tcp::JobSecret> s = tcp::JobSecret::from_text(*value, which);
+    if (!s.is_ok()) return s.status();
+    return s->text();
+  }
+  const std::string* path = find_env(env, {"KOROVOD_JOB_SECRET_FILE"}, &which);
+  if (!path) return std::string();
+  std::ifstream file(*path, std::ios::binary);
+  std::stringstream text;
+  if (file) text << file.rdbuf();
+  if (!file || file.bad()) {
+    return Status::invalid_argument(fmt::format("KOROVOD_JOB_SECRET_FILE={}: cannot read it", *path));
+  }
+  Result<tcp::JobSecret> s = tcp::JobSecret::from_text(text.str(), fmt::format("KOROVOD_JOB_SECRET_FILE={}", *path));
+  if (!s.is_ok()) return s.status();
+  return s->text();
 }
 
 }  // namespace
@@ -70,6 +93,9 @@ Result<TcpWorldConfig> parse_tcp_world(const EnvMap& env) {
     KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_START_TIMEOUT", "HOROVOD_START_TIMEOUT"},
                                           w.start_timeout_seconds, 0.001));
   }
+  Result<std::string> secret = read_job_secret(env);
+  if (!secret.is_ok()) return secret.status();
+  w.job_secret = std::move(secret).value();
   return w;
 }
 
@@ -78,7 +104,8 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   if (config.cpu_operations == "mpi") {
     return Status::invalid_argument("KOROVOD_CPU_OPERATIONS=mpi, but the runtime was started without MPI");
   }
-  Result<std::shared_ptr<tcp::TcpTransportProvider>> transport = tcp::TcpTransportProvider::create(world, config.tcp_iface);
+  Result<std::shared_ptr<tcp::TcpTransportProvider>> transport =
+      tcp::TcpTransportProvider::create(world, config.tcp_iface, tcp::warning_log(config, world.rank));
   if (!transport.is_ok()) return transport.status();
   RuntimeOptions options;
   options.config = std::move(config);
@@ -90,6 +117,7 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   tcp_options.hierarchical_allreduce = options.config.hierarchical_allreduce;
   tcp_options.host_id = world.host_id;
   tcp_options.shm_geometry = shm::geometry_from(options.config);
+  tcp_options.auth = (*transport)->auth();
   auto tcp_backends = std::make_shared<tcp::TcpBackendProvider>(*transport, tcp_options);
 #ifdef KOROVOD_HAVE_NCCL
   // GPU tensors: NCCL (enabled for device >= 0 only), its communicators set up over this control
@@ -135,6 +163,9 @@ Result<std::unique_ptr<Runtime>> init_solo_runtime(std::vector<std::vector<int>>
   world.size = 1;
   world.host_id = config->host_id;
   world.start_timeout_seconds = 10;
+  // Nobody else takes part, so nobody else needs the secret: other processes of this host that
+  // connect to the loopback ports are refused.
+  world.job_secret = tcp::JobSecret::generate().text();
   // Loopback for the control sockets too: a process started without a launcher has no peers, and
   // the hostname's address may not exist or may be unreachable (a laptop off the network).
   config->tcp_iface = "lo";

@@ -25,16 +25,27 @@ double seconds_left(Deadline deadline) {
 }  // namespace
 
 Result<std::shared_ptr<TcpTransportProvider>> TcpTransportProvider::create(const TcpWorldConfig& world,
-                                                                           const std::string& iface) {
+                                                                           const std::string& iface, AuthLog log) {
   std::shared_ptr<TcpTransportProvider> t(new TcpTransportProvider());
   t->iface_ = iface;
+  if (!world.job_secret.empty()) {
+    Result<JobSecret> secret = JobSecret::from_text(world.job_secret, "the launcher");
+    if (!secret.is_ok()) return secret.status();
+    t->auth_.secret = std::move(secret).value();
+  } else if (world.rank == 0 && log) {
+    log("no job secret (KOROVOD_JOB_SECRET_FILE is not set): the rendezvous store and the TCP connections of this "
+        "job accept any process that reaches their ports. korovodrun and the operator set it; see "
+        "docs/runtime-config.md");
+  }
+  t->auth_.log = std::move(log);
   t->timeout_seconds_ = world.start_timeout_seconds;
   t->info_.rank = world.rank;
   t->info_.size = world.size;
   const Deadline deadline = deadline_after(world.start_timeout_seconds);
   const std::string who = fmt::format("rank {}", world.rank);
   if (world.rank == 0 && world.server == RendezvousServer::kRank0) {
-    Result<std::unique_ptr<StoreServer>> server = StoreServer::start(world.server_listen_host, world.rendezvous_port);
+    Result<std::unique_ptr<StoreServer>> server =
+        StoreServer::start(world.server_listen_host, world.rendezvous_port, t->auth_.secret, t->auth_.log);
     if (!server.is_ok()) return server.status();
     t->server_ = std::move(server).value();
   }
@@ -50,7 +61,7 @@ Result<std::shared_ptr<TcpTransportProvider>> TcpTransportProvider::create(const
 Status TcpTransportProvider::rendezvous(const Endpoint& store, const std::string& host_id, Deadline deadline) {
   const std::string who = fmt::format("rank {}", info_.rank);
   for (;;) {
-    Result<std::unique_ptr<StoreClient>> client = StoreClient::connect(store, seconds_left(deadline), who);
+    Result<std::unique_ptr<StoreClient>> client = StoreClient::connect(store, seconds_left(deadline), who, auth_.secret);
     if (!client.is_ok()) return client.status();
     store_ = std::move(client).value();
     Result<int64_t> starts = store_->add(fmt::format("korovod/starts/{}", info_.rank), 1);
@@ -122,7 +133,7 @@ Result<std::unique_ptr<ControlChannel>> TcpTransportProvider::create_control(con
     endpoints.push_back(*e);
   }
   Result<std::vector<Fd>> peers =
-      connect_mesh(*listener, endpoints, me, set_id, SocketOptions{}, timeout_seconds_, global_ranks);
+      connect_mesh(*listener, endpoints, me, set_id, SocketOptions{}, timeout_seconds_, global_ranks, auth_);
   if (!peers.is_ok()) return peers.status();
   // No timeout on the control plane (as with MPI): ranks may idle between steps for any time; a
   // rank that dies closes its sockets and fails the others at once.

@@ -8,6 +8,10 @@
 // store (the store's counter "korovod/starts/<rank>"): every rank starts the same number of
 // times, so a process that shuts down and starts again meets its peers under fresh keys even
 // when the store outlived the first runtime (an external store).
+//
+// With a job secret (TcpWorldConfig::job_secret) the store and every control socket take only
+// connections that prove it (auth.h); without one, rank 0 warns once that anyone who reaches
+// the ports can join.
 #pragma once
 
 #include <map>
@@ -15,17 +19,22 @@
 
 #include "korovod/tcp.h"
 #include "korovod/transport.h"
+#include "transport/tcp/mesh_setup.h"
 #include "transport/tcp/store.h"
 
 namespace korovod::tcp {
 
 class TcpTransportProvider final : public TransportProvider {
  public:
-  static Result<std::shared_ptr<TcpTransportProvider>> create(const TcpWorldConfig& world, const std::string& iface);
+  // `log` hears of refused connections (and rank 0's warning when there is no secret).
+  static Result<std::shared_ptr<TcpTransportProvider>> create(const TcpWorldConfig& world, const std::string& iface,
+                                                              AuthLog log = {});
   std::string name() const override { return "TCP"; }
   WorldInfo world() const override { return info_; }
   Result<std::unique_ptr<ControlChannel>> create_control(const std::vector<int>& global_ranks, int set_id) override;
   void abort_job(int exit_code) override;
+  // The secret and log every mesh of this job uses (the TCP data plane's too).
+  const MeshAuth& auth() const { return auth_; }
 
  private:
   TcpTransportProvider() = default;
@@ -40,6 +49,7 @@ class TcpTransportProvider final : public TransportProvider {
   std::string key_prefix_;  // "start<n>/"
   WorldInfo info_;
   std::string iface_;
+  MeshAuth auth_;
   double timeout_seconds_ = 30;
   std::map<int, int> created_;  // control channels made per set id: part of the store keys
 };
