@@ -13,6 +13,10 @@
 #   korovodrun_e2e.sh <korovodrun> <rt_tcp_worker> ssh        a second "host" over ssh (own sshd
 #                                                             on 127.0.0.2; exit 77 where it
 #                                                             cannot run)
+#   korovodrun_e2e.sh <korovodrun> <rt_tcp_worker> intruder   an outsider attacks the store while
+#                                                             the job runs: refused and logged,
+#                                                             the job's results unharmed; the
+#                                                             secret on no command line
 #   korovodrun_e2e.sh <korovodrun> <rt_mpi_test> mpi          --mpi under real mpirun
 #   korovodrun_e2e.sh <korovodrun> - cli                      --help, -cb, usage errors
 set -uo pipefail
@@ -168,6 +172,9 @@ run_ssh() {
   expect_line "$work/out" '^\[2\]<stdout>:\[rank 2\] TCP-WORKER-OK size 4 local 0/2 cross 1/2' "remote rank 2"
   expect_line "$work/out" '^\[3\]<stdout>:\[rank 3\] TCP-WORKER-OK size 4 local 1/2 cross 1/2' "remote rank 3"
   expect_line "$work/out" '^\[0\]<stdout>:\[rank 0\] TCP-WORKER-OK size 4 local 0/2 cross 0/2' "local rank 0"
+  # The remote ranks proved the job secret, which went over ssh's stdin, not its command line.
+  expect_line "$work/out" "^korovodrun: rank 2 on 127.0.0.2: ssh .*read -r KOROVOD_JOB_SECRET" "the secret read from stdin"
+  ! grep -q "KOROVOD_JOB_SECRET=" "$work/out" || fail "the job secret is on the ssh command line"
 
   # A local rank fails once both remote ranks run: they end through their closed stdin.
   local up="$work/up"
@@ -197,6 +204,49 @@ run_ssh() {
   cat "$work/out"
   [ $rc -eq 130 ] || fail "SIGINT over ssh: korovodrun exited $rc, expected 130"
   expect_none_left "after SIGINT with an ssh rank"
+}
+
+run_intruder() {
+  local intruder
+  intruder="$(cd "$(dirname "$0")/.." && pwd)/tcp_intruder.py"
+  "$korovodrun" -np 3 --verbose sh -c "sleep 1; exec $worker --steps 50 --pause-ms 100" >"$work/out" 2>"$work/err" &
+  local pid=$! addr="" i
+  for i in $(seq 100); do
+    addr=$(sed -nE 's/^korovodrun: rendezvous store at ([0-9.]+:[0-9]+)$/\1/p' "$work/err" | head -1)
+    [ -n "$addr" ] && break
+    sleep 0.05
+  done
+  [ -n "$addr" ] || { kill $pid; cat "$work/err"; fail "korovodrun --verbose never named its store"; }
+  python3 "$intruder" "$addr" --seconds 4 >"$work/intruder" 2>&1 &
+  local intruder_pid=$!
+  # While the ranks run (they start after 1 s and take 5 s): the secret is in their environment,
+  # on no command line.
+  local ranks=""
+  for i in $(seq 50); do
+    ranks=$(pgrep -f -- "^$worker --steps 50" || true)
+    [ "$(wc -w <<<"$ranks")" -eq 3 ] && break
+    sleep 0.1
+  done
+  [ "$(wc -w <<<"$ranks")" -eq 3 ] || { ps -ef >&2; fail "expected 3 ranks running during the attack, found: $ranks"; }
+  ! ps -eo args | grep -q "KOROVOD_JOB_SECRET[=]" || fail "a command line carries the job secret"
+  for i in $ranks; do
+    tr '\0' '\n' <"/proc/$i/environ" 2>/dev/null | grep -q '^KOROVOD_JOB_SECRET=[0-9a-f]\{64\}$' ||
+      fail "rank process $i has no KOROVOD_JOB_SECRET in its environment"
+  done
+  wait $intruder_pid
+  local intruder_rc=$?
+  wait $pid
+  local rc=$?
+  cat "$work/out" "$work/intruder"
+  grep -E 'korovodrun: (rendezvous|closed)' "$work/err" | head -5
+  [ $rc -eq 0 ] || { cat "$work/err"; fail "the job under attack exited $rc"; }
+  [ $intruder_rc -eq 0 ] || fail "the intruder got an answer"
+  expect_line "$work/intruder" '^INTRUDER attempts=[1-9]' "intruder attempts"
+  for r in 0 1 2; do
+    expect_line "$work/out" "^\[$r\]<stdout>:\[rank $r\] TCP-WORKER-OK size 3" "rank $r unharmed"
+  done
+  expect_line "$work/err" "^korovodrun: rendezvous store on port ${addr##*:}: closed the connection from 127\.0\.0\.1:[0-9]+: " \
+    "refused connections logged with their address"
 }
 
 run_mpi() {
@@ -244,6 +294,7 @@ case $mode in
   sigint) run_sigint ;;
   kill9) run_kill9 ;;
   ssh) run_ssh ;;
+  intruder) run_intruder ;;
   mpi) run_mpi ;;
   cli) run_cli ;;
   *) fail "unknown mode $mode" ;;

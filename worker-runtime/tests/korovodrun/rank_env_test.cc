@@ -126,5 +126,31 @@ TEST(RankEnv, PlanRunsLocalSlotsDirectlyAndRemoteSlotsOverSsh) {
   EXPECT_NE(script.find(" python3 train.py --lr 0.1 "), std::string::npos) << script;
 }
 
+TEST(RankEnv, JobSecretGoesToLocalRanksEnvAndRemoteRanksStdinNeverACommandLine) {
+  LaunchOptions o;
+  o.num_proc = 2;
+  o.command = {"train"};
+  auto slots = assign_slots({{"localhost", 1}, {"node-b", 1}}, 2);
+  ASSERT_TRUE(slots.is_ok());
+  RankPlanInputs in;
+  in.caller_env = {{"PATH", "/usr/bin"}, {"KOROVOD_JOB_SECRET", "the-caller's-own"}};
+  in.remote_hosts = {"node-b"};
+  in.job_secret = "0123456789abcdef0123456789abcdef";
+  const std::vector<RankLaunch> ranks = plan_ranks(o, *slots, in);
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0].process.env.at("KOROVOD_JOB_SECRET"), in.job_secret) << "this run's secret wins";
+  EXPECT_TRUE(ranks[0].process.stdin_data.empty());
+  for (const std::string& arg : ranks[0].process.argv) EXPECT_EQ(arg.find(in.job_secret), std::string::npos);
+  const RankLaunch& remote = ranks[1];
+  EXPECT_EQ(remote.process.stdin_data, in.job_secret + "\n");
+  for (const std::string& arg : remote.process.argv) {
+    EXPECT_EQ(arg.find(in.job_secret), std::string::npos) << arg;
+    EXPECT_EQ(arg.find("KOROVOD_JOB_SECRET="), std::string::npos) << arg;
+  }
+  EXPECT_NE(remote.process.argv.back().find("read -r KOROVOD_JOB_SECRET"), std::string::npos);
+  EXPECT_FALSE(is_exportable("KOROVOD_JOB_SECRET"));
+  EXPECT_TRUE(is_exportable("KOROVOD_JOB_SECRET_FILE")) << "a path is no secret";
+}
+
 }  // namespace
 }  // namespace korovod::launcher

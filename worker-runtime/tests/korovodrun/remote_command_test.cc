@@ -72,6 +72,33 @@ TEST(RemoteCommand, WrapperRunsInTheDirectoryWithTheEnvironmentAndExitCode) {
   EXPECT_NE(sink.err().find("[0]<stderr>:err\n"), std::string::npos) << sink.err();
 }
 
+TEST(RemoteCommand, WrapperReadsTheSecretFromStdinIntoTheRanksEnvironment) {
+  const JobSignalBlock block;
+  RecordingSink sink;
+  RankLaunch r;
+  r.rank = 0;
+  r.host = "wrapped";
+  r.remote = true;
+  r.process.argv = {"sh", "-c",
+                    remote_rank_script({"sh", "-c", "echo \"secret=$KOROVOD_JOB_SECRET\"; ps -o args= -p $$"},
+                                       {{"PATH", "/usr/bin:/bin"}}, "/tmp", 1, /*secret_on_stdin=*/true)};
+  r.process.env = {{"PATH", "/usr/bin:/bin"}};
+  r.process.stdin_pipe = true;
+  r.process.stdin_data = "s3cr3t-0123456789abcdef\n";
+  EXPECT_EQ(supervise({r}, sink, quick()), 0) << sink.err();
+  EXPECT_NE(sink.out().find("[0]<stdout>:secret=s3cr3t-0123456789abcdef\n"), std::string::npos) << sink.out();
+  EXPECT_EQ(r.process.argv.back().find("s3cr3t"), std::string::npos);
+  const std::string& out = sink.out();
+  EXPECT_EQ(out.find("s3cr3t"), out.rfind("s3cr3t")) << "only the echo shows it, not the rank's ps line: " << out;
+  // Stdin ends before a line came (korovodrun gone or ending the job): the rank never starts.
+  RecordingSink none;
+  r.process.stdin_data.clear();
+  r.process.argv.back() = remote_rank_script({"sh", "-c", "echo started"}, {}, "/tmp", 1, true);
+  EXPECT_EQ(supervise({r, plain_rank(1, "sleep 0.3; exit 3")}, none, quick()), 3);
+  EXPECT_EQ(none.out().find("started"), std::string::npos) << none.out();
+  EXPECT_NE(none.err().find("[0]<stderr>:korovodrun: no job secret on stdin"), std::string::npos) << none.err();
+}
+
 TEST(RemoteCommand, ClosingStdinEndsTheWrappedRank) {
   const JobSignalBlock block;
   RecordingSink sink;

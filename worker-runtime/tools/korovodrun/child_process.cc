@@ -100,6 +100,17 @@ Result<ChildProcess> spawn_process(const ProcessSpec& spec) {
                parent);
   }
   setpgid(pid, pid);  // also here, so a signal sent right after the start reaches the group
+  if (!spec.stdin_data.empty()) {
+    // A line far below the pipe's capacity (64 KiB): the write completes without the child
+    // reading, and this side's read end, still open, spares it EPIPE / SIGPIPE.
+    std::string_view data = spec.stdin_data;
+    while (!data.empty()) {
+      const ssize_t n = write(stdin_write.get(), data.data(), data.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // the child is gone already: its exit code tells
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+  }
   ChildProcess child;
   child.pid = pid;
   child.out = std::move(out->first);

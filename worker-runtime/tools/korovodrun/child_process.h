@@ -18,6 +18,7 @@ struct ProcessSpec {
   std::vector<std::string> argv;  // argv[0] is looked up on env's PATH
   EnvMap env;                     // the child's whole environment
   bool stdin_pipe = false;        // else /dev/null
+  std::string stdin_data;         // with stdin_pipe: written to it at once (an ssh rank's secret line)
 };
 
 struct ChildProcess {

@@ -55,7 +55,7 @@ Status exec_mpirun(const std::vector<std::string>& argv, const EnvMap& env) {
     return Status::invalid_argument(
         "--mpi: mpirun is not on PATH (install Open MPI, or leave out --mpi: korovodrun then starts the ranks itself)");
   }
-  Result<std::string> version = capture_output({{program, "--version"}, env, false});
+  Result<std::string> version = capture_output({{program, "--version"}, env, false, ""});
   if (!version.is_ok()) return Status::unknown(fmt::format("--mpi: {}", version.status().message()));
   if (!is_open_mpi_version(*version)) {
     return Status::invalid_argument(fmt::format(

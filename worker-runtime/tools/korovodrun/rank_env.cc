@@ -72,7 +72,8 @@ EnvMap merged(EnvMap base, const EnvMap& overrides) {
 
 bool is_exportable(const std::string& name) {
   if (!is_shell_name(name)) return false;  // also rules out BASH_FUNC_f%%
-  return name != "OLDPWD" && name.find("CUDA_VISIBLE_DEVICES") == std::string::npos && name != "HOROVOD_SECRET_KEY";
+  return name != "OLDPWD" && name.find("CUDA_VISIBLE_DEVICES") == std::string::npos && name != "HOROVOD_SECRET_KEY" &&
+         name != "KOROVOD_JOB_SECRET";
 }
 
 std::string shell_quote(const std::string& word) {

@@ -31,7 +31,8 @@ EnvMap slot_env(const SlotAssignment& slot, const Rendezvous& rendezvous);
 EnvMap merged(EnvMap base, const EnvMap& overrides);
 
 // Whether a variable travels to another host (horovodrun's env.is_exportable: not BASH_FUNC_*,
-// OLDPWD, *CUDA_VISIBLE_DEVICES or the job secret), and is a name a shell accepts.
+// OLDPWD, *CUDA_VISIBLE_DEVICES or a job secret: HOROVOD_SECRET_KEY, KOROVOD_JOB_SECRET, which
+// goes over the ssh session's stdin instead), and is a name a shell accepts.
 bool is_exportable(const std::string& name);
 
 // A word for a POSIX shell: itself when safe, else in single quotes.

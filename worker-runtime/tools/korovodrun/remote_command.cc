@@ -7,7 +7,7 @@
 namespace korovod::launcher {
 
 std::string remote_rank_script(const std::vector<std::string>& command, const EnvMap& env, const std::string& cwd,
-                               int grace_seconds) {
+                               int grace_seconds, bool secret_on_stdin) {
   std::string rank = "env";
   for (const auto& [name, value] : env) {
     if (is_exportable(name)) rank += fmt::format(" {}={}", name, shell_quote(value));
@@ -16,12 +16,19 @@ std::string remote_rank_script(const std::vector<std::string>& command, const En
   // $0 of the watcher is the rank's pid, which setsid made its process group id.
   const std::string watcher =
       fmt::format("cat >/dev/null; kill -TERM -$0 2>/dev/null; sleep {}; kill -KILL -$0 2>/dev/null", grace_seconds);
+  // `read` takes one line and nothing past it (shells read a pipe byte by byte), so the watcher
+  // still sees everything after it. export: the value reaches the rank through the environment,
+  // never through an argument list.
+  const std::string secret =
+      secret_on_stdin ? "IFS= read -r KOROVOD_JOB_SECRET || { echo 'korovodrun: no job secret on stdin' >&2; exit 1; }; "
+                        "export KOROVOD_JOB_SECRET; "
+                      : "";
   return fmt::format(
-      "cd {} >/dev/null 2>&1; exec 3<&0 </dev/null; "
+      "{}cd {} >/dev/null 2>&1; exec 3<&0 </dev/null; "
       "setsid {} 3<&- & p=$!; "
       "setsid sh -c {} $p <&3 >/dev/null 2>&1 & w=$!; exec 3<&-; "
       "wait $p; rc=$?; kill -KILL -$p -$w 2>/dev/null; exit $rc",
-      shell_quote(cwd), rank, shell_quote(watcher));
+      secret, shell_quote(cwd), rank, shell_quote(watcher));
 }
 
 std::vector<std::string> ssh_command(const std::string& host, const SshOptions& o, const std::string& script) {

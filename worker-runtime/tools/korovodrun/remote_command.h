@@ -9,6 +9,11 @@
 // wrapper exits with the rank's exit code (128 + signal when killed), which ssh passes on.
 // Chosen over `ssh -tt`, which would merge the rank's stderr into its stdout and turn "\n" into
 // "\r\n". Needs `setsid` (util-linux) on the remote host.
+//
+// The job secret (KOROVOD_JOB_SECRET) never goes on the remote command line, where `ps` on
+// either host and ssh's logs would show it: korovodrun writes it as the first line of the
+// session's stdin, and the wrapper reads that line into the rank's environment before it starts
+// the rank (and before the watcher takes over stdin).
 #pragma once
 
 #include <optional>
@@ -27,8 +32,9 @@ struct SshOptions {
 
 // The command line for the remote login shell: cd to `cwd` (as horovodrun, failure ignored),
 // then the wrapper above running `env NAME=VALUE... command...` (exportable variables only).
+// secret_on_stdin: first read KOROVOD_JOB_SECRET from stdin's first line (exit 1 without one).
 std::string remote_rank_script(const std::vector<std::string>& command, const EnvMap& env, const std::string& cwd,
-                               int grace_seconds);
+                               int grace_seconds, bool secret_on_stdin = false);
 
 // ssh -o PasswordAuthentication=no -o StrictHostKeyChecking=no -o BatchMode=yes
 //     [-o ConnectTimeout=S] [-p PORT] [-i KEY] host script

@@ -37,12 +37,16 @@ std::vector<RankLaunch> plan_ranks(const LaunchOptions& o, const std::vector<Slo
     r.rank = s.rank;
     r.host = s.hostname;
     r.remote = in.remote_hosts.count(s.hostname) > 0;
-    const EnvMap rank_env = merged(job_env, slot_env(s, in.rendezvous));
+    EnvMap rank_env = merged(job_env, slot_env(s, in.rendezvous));
+    const bool secret = !in.job_secret.empty();
     if (r.remote) {
-      r.process.argv = ssh_command(s.hostname, ssh, remote_rank_script(o.command, rank_env, in.cwd, in.grace_seconds));
+      r.process.argv =
+          ssh_command(s.hostname, ssh, remote_rank_script(o.command, rank_env, in.cwd, in.grace_seconds, secret));
       r.process.env = in.caller_env;
       r.process.stdin_pipe = true;
+      if (secret) r.process.stdin_data = in.job_secret + "\n";
     } else {
+      if (secret) rank_env["KOROVOD_JOB_SECRET"] = in.job_secret;
       r.process.argv = o.command;
       r.process.env = rank_env;
     }
@@ -84,12 +88,16 @@ int run_tcp_job(const LaunchOptions& o, const EnvMap& caller_env, OutputSink& si
   if (!o.network_interfaces.empty()) where.iface = o.network_interfaces.front();
   Result<std::string> address = store_address(where, resolve_ipv4_address, source_address_towards);
   if (!address.is_ok()) return fail(address.status());
-  Result<std::unique_ptr<tcp::StoreServer>> store = tcp::StoreServer::start(*address, 0);
+  const tcp::JobSecret secret = tcp::JobSecret::generate();
+  // The store's thread reports refused connections; one write per line, as the console's.
+  auto log = [](const std::string& line) { fmt::print(stderr, "korovodrun: {}\n", line); };
+  Result<std::unique_ptr<tcp::StoreServer>> store = tcp::StoreServer::start(*address, 0, secret, log);
   if (!store.is_ok()) return fail(store.status());
   in.rendezvous = {*address, (*store)->port()};
   if (o.verbose) say(sink, fmt::format("rendezvous store at {}:{}", in.rendezvous.address, in.rendezvous.port));
 
   in.caller_env = caller_env;
+  in.job_secret = secret.text();
   in.cwd = current_directory();
   in.grace_seconds = static_cast<int>(std::chrono::ceil<std::chrono::seconds>(supervision.grace).count());
   return supervise(plan_ranks(o, *slots, in), sink, supervision, watcher);

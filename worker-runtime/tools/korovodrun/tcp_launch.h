@@ -24,15 +24,19 @@ struct RankPlanInputs {
   std::set<std::string> remote_hosts;
   Rendezvous rendezvous;
   int grace_seconds = 5;           // for the remote wrapper
+  // This run's secret: in a local rank's environment (KOROVOD_JOB_SECRET), on the first line of a
+  // remote rank's ssh stdin (remote_command.h); never on a command line. "" = none.
+  std::string job_secret;
 };
 
 // One RankLaunch per slot: the caller's environment with tuning_env() and slot_env() on top; a
 // local slot runs the command itself, a remote one `ssh host <wrapper>` with that environment
-// on the remote command line.
+// on the remote command line (the job secret apart: see RankPlanInputs).
 std::vector<RankLaunch> plan_ranks(const LaunchOptions& options, const std::vector<SlotAssignment>& slots,
                                    const RankPlanInputs& inputs);
 
-// The whole job; returns korovodrun's exit code. Errors before any rank starts are reported on
+// The whole job; returns korovodrun's exit code. A fresh job secret per run: the store takes
+// only connections that prove it (refused ones are reported on stderr with their address). Errors before any rank starts are reported on
 // `sink` and give 1. Expects the job signals blocked (JobSignalBlock). `watcher`: see supervise().
 int run_tcp_job(const LaunchOptions& options, const EnvMap& caller_env, OutputSink& sink,
                 const SupervisorOptions& supervision, GroupWatcher* watcher);
