@@ -80,6 +80,24 @@ ParseResult parse_flags(int argc, const char* const* argv,
                  "Default network profile of MPIJobs without the korovod.io/network-profile "
                  "annotation: none, tcp, roce or infiniband")
       ->capture_default_str()->check(CLI::IsMember({"none", "tcp", "roce", "infiniband"}));
+  app.add_option("--network-policy", f.network_policy,
+                 "A NetworkPolicy per MPIJob that lets in only the job's own pods: off; opt-in (jobs "
+                 "annotated korovod.io/network-policy: \"true\"); on (every job not annotated \"false\")")
+      ->capture_default_str()->check(CLI::IsMember({"off", "opt-in", "on"}));
+  app.add_option("--network-policy-scraper-namespace", f.network_policy_scraper_namespace,
+                 "The metrics scraper's namespace, let into the job's pods as well (empty: the job's own)");
+  app.add_option("--network-policy-scraper-labels", f.network_policy_scraper_labels,
+                 "The metrics scraper's pod labels, k=v,k2=v2 (empty with an empty namespace: no scraper rule)")
+      ->check([](const std::string& v) -> std::string {
+        for (size_t at = 0; at < v.size();) {
+          size_t end = v.find(',', at);
+          if (end == std::string::npos) end = v.size();
+          const size_t eq = v.find('=', at);
+          if (eq == std::string::npos || eq == at || eq > end) return "expected k=v,k2=v2";
+          at = end + 1;
+        }
+        return "";
+      });
   app.add_option("--worker-create-concurrency", f.worker_create_concurrency,
                  "Worker pods of one MPIJob created in parallel")
       ->capture_default_str()->check(CLI::PositiveNumber);

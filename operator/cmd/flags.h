@@ -28,6 +28,11 @@ struct Flags {
   std::string log_format = "text";
   std::string log_level = "info";
   std::string network_profile = "none";
+  // korovod: a NetworkPolicy per MPIJob (mpijob/network_policy.h): off, opt-in or on, and the
+  // metrics scraper it lets in (namespace; labels "k=v,k2=v2").
+  std::string network_policy = "off";
+  std::string network_policy_scraper_namespace;
+  std::string network_policy_scraper_labels;
   int worker_create_concurrency = 16;
   bool version = false;
 };

@@ -50,6 +50,22 @@ TEST(Flags, ChartArguments) {
   EXPECT_TRUE(parse({"--leader-elect"}).flags->leader_elect);
 }
 
+TEST(Flags, NetworkPolicyModeAndScraper) {
+  auto r = parse({"--network-policy=opt-in", "--network-policy-scraper-namespace=monitoring",
+                  "--network-policy-scraper-labels=app=prometheus,team=obs"});
+  ASSERT_TRUE(r.flags) << r.output;
+  EXPECT_EQ(r.flags->network_policy, "opt-in");
+  EXPECT_EQ(r.flags->network_policy_scraper_namespace, "monitoring");
+  EXPECT_EQ(r.flags->network_policy_scraper_labels, "app=prometheus,team=obs");
+  EXPECT_EQ(parse({}).flags->network_policy, "off");
+  auto bad_mode = parse({"--network-policy=yes"});
+  EXPECT_FALSE(bad_mode.flags);
+  EXPECT_NE(bad_mode.output.find("network-policy"), std::string::npos) << bad_mode.output;
+  auto bad_labels = parse({"--network-policy-scraper-labels=app"});
+  EXPECT_FALSE(bad_labels.flags);
+  EXPECT_NE(bad_labels.output.find("k=v"), std::string::npos) << bad_labels.output;
+}
+
 TEST(Flags, NamespaceFromEnvAndFlagWins) {
   EXPECT_EQ(parse({}, "team").flags->namespaces, (std::vector<std::string>{"team"}));
   EXPECT_EQ(parse({"--namespace=x"}, "team").flags->namespaces, (std::vector<std::string>{"x"}));
@@ -68,7 +84,8 @@ TEST(Flags, BadValuesAndHelp) {
                         "--kube-api-qps", "--kube-api-burst", "--controller-queue-rate-limit",
                         "--controller-queue-burst", "--cluster-domain", "--log-format",
                         "--log-level", "--network-profile", "--worker-create-concurrency",
-                        "--version", "--master"}) {
+                        "--version", "--master", "--network-policy", "--network-policy-scraper-namespace",
+                        "--network-policy-scraper-labels"}) {
     EXPECT_NE(help.output.find(f), std::string::npos) << f;
   }
 }

@@ -102,6 +102,9 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
   rec.build.cluster_domain = flags.cluster_domain;
   rec.build.gang_scheduler = flags.gang_scheduling;
   rec.build.network.kind = mpijob::parse_network_kind(flags.network_profile);
+  rec.build.network_policy.mode = mpijob::parse_network_policy_mode(flags.network_policy);
+  rec.build.network_policy.scraper_namespace = flags.network_policy_scraper_namespace;
+  rec.build.network_policy.scraper_labels = mpijob::parse_match_labels(flags.network_policy_scraper_labels);
   rec.create_concurrency = flags.worker_create_concurrency;
 
   log.info("starting korovod-operator",
@@ -109,7 +112,8 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
             {"namespaces", flags.namespaces.empty() ? "(all)" : fmt::format("{}", fmt::join(flags.namespaces, ","))},
             {"threadiness", std::to_string(flags.threadiness)},
             {"leader_elect", flags.leader_elect ? "true" : "false"},
-            {"gang_scheduling", flags.gang_scheduling}});
+            {"gang_scheduling", flags.gang_scheduling},
+            {"network_policy", flags.network_policy}});
 
   // Preflight: fail fast and clearly on a missing CRD or RBAC gap.
   try {

@@ -36,6 +36,9 @@ std::vector<kube::Resource> watched_resources(const mpijob::ReconcilerOptions& o
   if (!options.build.gang_scheduler.empty()) {
     r.push_back(mpijob::pod_group_resource(options.build));
   }
+  if (options.build.network_policy.mode != mpijob::NetworkPolicyMode::Off) {
+    r.push_back(mpijob::kNetworkPolicies);
+  }
   return r;
 }
 

@@ -1,5 +1,6 @@
 #include "controller/preflight.h"
 
+#include "mpijob/network_policy.h"
 #include "mpijob/types.h"
 
 namespace controller {
@@ -50,6 +51,9 @@ std::vector<Permission> needed_permissions(const std::vector<std::string>& names
     if (!build.gang_scheduler.empty()) {
       const kube::Resource pg = mpijob::pod_group_resource(build);
       add(pg.group, pg.resource, "", {"list", "watch", "create", "update", "delete"}, ns);
+    }
+    if (build.network_policy.mode != mpijob::NetworkPolicyMode::Off) {
+      add("networking.k8s.io", "networkpolicies", "", {"list", "watch", "create", "update", "delete"}, ns);
     }
   }
   add("scheduling.k8s.io", "priorityclasses", "", {"list", "watch"}, "");

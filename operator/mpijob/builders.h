@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "mpijob/network_policy.h"
 #include "mpijob/network_profile.h"
 #include "mpijob/ssh_keys.h"
 #include "mpijob/types.h"
@@ -23,6 +24,8 @@ struct BuildOptions {
   std::string gang_scheduler;
   // --network-profile and friends: the default for jobs without korovod.io/ annotations.
   NetworkProfile network;
+  // --network-policy and the scraper it lets in (network_policy.h).
+  NetworkPolicyOptions network_policy;
 };
 
 // PriorityClass name -> value, for PodGroup minResources (nullopt when unknown).

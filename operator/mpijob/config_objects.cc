@@ -1,4 +1,5 @@
-// The job's Service, ConfigMap (hostfile, discover_hosts.sh) and SSH Secret.
+// The job's Service, ConfigMap (hostfile, discover_hosts.sh) and SSH Secret (with korovod's job
+// secret as a third key: one object holds all of the job's key material).
 #include <algorithm>
 
 #include "mpijob/builders.h"
@@ -73,7 +74,8 @@ kube::Object build_ssh_secret(const MPIJob& job, const SshKeyPair& keys) {
           {"type", "kubernetes.io/ssh-auth"},
           {"data",
            {{"ssh-privatekey", base64_encode(keys.private_key_pem)},
-            {"ssh-publickey", base64_encode(keys.authorized_key)}}}};
+            {"ssh-publickey", base64_encode(keys.authorized_key)},
+            {kJobSecretKey, base64_encode(keys.job_secret)}}}};
 }
 
 }  // namespace mpijob

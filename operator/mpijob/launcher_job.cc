@@ -65,6 +65,7 @@ kube::Object build_launcher_pod_template(const MPIJob& job, const BuildOptions& 
   apply_network_profile(resolve_network_profile(job, opts.network), job.mpi_implementation(),
                         /*runs_ranks=*/job.run_launcher_as_worker(), container);
   detail::setup_ssh(spec, job);
+  detail::setup_job_secret(spec, job);
   detail::set_restart_policy(spec, job, ReplicaType::Launcher);
   spec["volumes"].push_back(config_volume(job));
   container["volumeMounts"].push_back({{"name", kConfigVolume}, {"mountPath", kConfigMountPath}});

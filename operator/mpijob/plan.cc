@@ -17,6 +17,7 @@ std::vector<FieldError> all_errors(const MPIJob& job, const BuildOptions& opts) 
   std::vector<FieldError> errs = validate(job);
   try {
     resolve_network_profile(job, opts.network);
+    wants_network_policy(job, opts.network_policy);
   } catch (const std::invalid_argument& e) {
     errs.push_back({FieldError::Type::Invalid, "metadata.annotations", "", e.what()});
   }
@@ -64,7 +65,8 @@ void plan_active(PlanContext& c, std::chrono::system_clock::time_point now) {
   const auto& launcher = c.observed.launcher_job;
   if (launcher && !c.check_ours(*launcher, "Job")) return;
   if (!launcher || !launcher_finished(*launcher)) {
-    if (!detail::ensure_service(c) || !detail::ensure_config_map(c) || !detail::ensure_secret(c)) {
+    if (!detail::ensure_service(c) || !detail::ensure_config_map(c) || !detail::ensure_secret(c) ||
+        !detail::ensure_network_policy(c)) {
       return;
     }
     if (!c.job.suspended()) {

@@ -30,6 +30,7 @@ struct Observed {
   // (i < replicas) whoever owns it: plan() tells ours from others by the controller reference.
   std::vector<kube::Object> worker_pods;
   std::optional<kube::Object> service, config_map, secret, pod_group;  // by name, any owner
+  std::optional<kube::Object> network_policy;  // <job>-netpol, any owner (read unless the mode is off)
   PriorityLookup priority;  // PriorityClass values, for PodGroup minResources
 };
 

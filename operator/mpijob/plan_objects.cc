@@ -107,13 +107,43 @@ bool ensure_secret(PlanContext& c) {
     return true;
   }
   if (!c.check_ours(*c.observed.secret, "Secret")) return false;
-  // Key material is never rotated: only a Secret with a different set of keys is rewritten.
+  // Key material is never rotated: only a Secret with a different set of keys is rewritten. One
+  // an older operator wrote (the SSH keys alone) gets the job secret added and keeps its keys, so
+  // the job's sshd and mpirun go on trusting each other.
   std::vector<std::string> have;
   for (const auto& [k, v] : child(*c.observed.secret, "data").items()) have.push_back(k);
-  if (have != std::vector<std::string>{"ssh-privatekey", "ssh-publickey"}) {
-    kube::Object updated = *c.observed.secret;
-    updated["data"] = build_ssh_secret(c.job, c.keys.generate())["data"];
-    c.add(Action::Verb::Update, kube::resources::kSecrets, updated, "ssh secret");
+  const std::vector<std::string> ssh_only = {"ssh-privatekey", "ssh-publickey"};
+  const std::vector<std::string> all = {kJobSecretKey, "ssh-privatekey", "ssh-publickey"};  // sorted, as JSON keeps them
+  if (have == all) return true;
+  kube::Object updated = *c.observed.secret;
+  const SshKeyPair keys = c.keys.generate();
+  if (have == ssh_only) {
+    updated["data"][kJobSecretKey] = base64_encode(keys.job_secret);
+  } else {
+    updated["data"] = build_ssh_secret(c.job, keys)["data"];
+  }
+  c.add(Action::Verb::Update, kube::resources::kSecrets, updated, "ssh secret");
+  return true;
+}
+
+bool ensure_network_policy(PlanContext& c) {
+  const auto& have = c.observed.network_policy;
+  if (!wants_network_policy(c.job, c.opts.network_policy)) {
+    if (have && is_controlled_by(*have, c.job.uid()) && !deleting(*have)) {
+      c.add(Action::Verb::Delete, kNetworkPolicies, delete_target(*have), "network policy");
+    }
+    return true;
+  }
+  const kube::Object want = build_network_policy(c.job, c.opts.network_policy);
+  if (!have) {
+    c.add(Action::Verb::Create, kNetworkPolicies, want, "network policy");
+    return true;
+  }
+  if (!c.check_ours(*have, "NetworkPolicy")) return false;
+  if (child(*have, "spec") != want["spec"]) {
+    kube::Object updated = *have;
+    updated["spec"] = want["spec"];
+    c.add(Action::Verb::Update, kNetworkPolicies, updated, "network policy");
   }
   return true;
 }

@@ -27,6 +27,9 @@ bool workers_ready(const PlanContext& c);
 bool ensure_service(PlanContext& c);
 bool ensure_config_map(PlanContext& c);
 bool ensure_secret(PlanContext& c);
+// The job's NetworkPolicy when it wants one (network_policy.h); deletes ours when it no longer
+// does (the annotation removed).
+bool ensure_network_policy(PlanContext& c);
 bool ensure_pod_group(PlanContext& c);
 bool ensure_workers(PlanContext& c);
 void ensure_launcher(PlanContext& c);

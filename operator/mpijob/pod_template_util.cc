@@ -101,5 +101,22 @@ void setup_ssh(kube::Object& spec, const MPIJob& job) {
       {{"name", kSshAuthVolume}, {"mountPath", job.ssh_auth_mount_path()}});
 }
 
+void setup_job_secret(kube::Object& spec, const MPIJob& job) {
+  kube::Object& container = spec["containers"][0];
+  for (const auto& var : child(container, "env")) {
+    const std::string name = member<std::string>(var, "name").value_or("");
+    if (name == kJobSecretFileEnv || name == "KOROVOD_JOB_SECRET") return;  // the user's choice
+  }
+  // 0444: readable by the container's user whoever that is (the pi example runs as uid 1000);
+  // no other pod mounts it.
+  kube::Object secret = {{"secretName", ssh_secret_name(job)},
+                         {"items", kube::Object::array({{{"key", kJobSecretKey}, {"path", kJobSecretFileName}}})},
+                         {"defaultMode", 0444}};
+  spec["volumes"].push_back({{"name", kJobSecretVolume}, {"secret", secret}});
+  container["volumeMounts"].push_back(
+      {{"name", kJobSecretVolume}, {"mountPath", kJobSecretMountPath}, {"readOnly", true}});
+  append_env(container, kJobSecretFileEnv, std::string(kJobSecretMountPath) + "/" + kJobSecretFileName);
+}
+
 }  // namespace detail
 }  // namespace mpijob

@@ -19,5 +19,9 @@ void set_host_identity(kube::Object& spec, const MPIJob& job, const std::string&
 void set_restart_policy(kube::Object& spec, const MPIJob& job, ReplicaType type);
 // The ssh-auth volume and its mount on the first container at sshAuthMountPath.
 void setup_ssh(kube::Object& spec, const MPIJob& job);
+// The job secret's volume (only kJobSecretKey of the <job>-ssh Secret), its read-only mount at
+// kJobSecretMountPath and KOROVOD_JOB_SECRET_FILE on the first container, unless that container
+// sets KOROVOD_JOB_SECRET_FILE or KOROVOD_JOB_SECRET itself.
+void setup_job_secret(kube::Object& spec, const MPIJob& job);
 
 }  // namespace mpijob::detail

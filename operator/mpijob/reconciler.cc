@@ -101,6 +101,9 @@ Observed Reconciler::observe(const kube::Object& job_obj) {
   if (!options_.build.gang_scheduler.empty()) {
     o.pod_group = cache_.get(pod_group_resource(options_.build), ns, name);
   }
+  if (options_.build.network_policy.mode != NetworkPolicyMode::Off) {
+    o.network_policy = cache_.get(kNetworkPolicies, ns, network_policy_name(job));
+  }
   o.priority = [this](const std::string& pc) -> std::optional<int32_t> {
     auto obj = cache_.get(kPriorityClasses, "", pc);
     return obj ? member<int32_t>(*obj, "value") : std::nullopt;

@@ -8,6 +8,7 @@
 #include <openssl/encoder.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 namespace mpijob {
 namespace {
@@ -81,6 +82,19 @@ std::string base64_decode(std::string_view text) {
   return out;
 }
 
+std::string random_job_secret() {
+  unsigned char raw[32];
+  if (RAND_bytes(raw, sizeof raw) != 1) throw_openssl("job secret");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : raw) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  OPENSSL_cleanse(raw, sizeof raw);
+  return out;
+}
+
 SshKeyPair OpenSslKeyGenerator::generate() {
   PkeyPtr key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-521"), EVP_PKEY_free);
   if (!key) throw_openssl("generate P-521 key");
@@ -88,7 +102,7 @@ SshKeyPair OpenSslKeyGenerator::generate() {
   put_ssh_string(blob, "ecdsa-sha2-nistp521");
   put_ssh_string(blob, "nistp521");
   put_ssh_string(blob, public_point(key.get()));  // uncompressed point 0x04 || X || Y
-  return {private_key_pem(key.get()), "ecdsa-sha2-nistp521 " + base64_encode(blob) + "\n"};
+  return {private_key_pem(key.get()), "ecdsa-sha2-nistp521 " + base64_encode(blob) + "\n", random_job_secret()};
 }
 
 }  // namespace mpijob

@@ -36,6 +36,15 @@ inline constexpr const char* kSshAuthVolume = "ssh-auth";
 inline constexpr const char* kRootSshPath = "/root/.ssh";
 inline constexpr const char* kHostfileName = "hostfile";
 inline constexpr const char* kDiscoverHostsName = "discover_hosts.sh";
+// korovod: the job secret every TCP connection of the job proves (the rendezvous store, the
+// ranks' meshes: worker-runtime/src/transport/tcp/auth.h). A key of the <job>-ssh Secret,
+// mounted read-only at kJobSecretMountPath in the launcher's and the workers' first container;
+// the pods' env names the file (kJobSecretFileEnv), never the value.
+inline constexpr const char* kJobSecretKey = "korovod-job-secret";
+inline constexpr const char* kJobSecretVolume = "korovod-job-secret";
+inline constexpr const char* kJobSecretMountPath = "/etc/korovod/job-secret";
+inline constexpr const char* kJobSecretFileName = "secret";
+inline constexpr const char* kJobSecretFileEnv = "KOROVOD_JOB_SECRET_FILE";
 
 extern const kube::Resource kMPIJobs;  // kubeflow.org/v2beta1 mpijobs
 

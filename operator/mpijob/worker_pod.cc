@@ -36,6 +36,7 @@ kube::Object build_worker_pod(const MPIJob& job, int32_t index, const BuildOptio
   default_to_sshd(container);
   detail::append_env(container, "K_MPI_JOB_ROLE", "worker");
   detail::setup_ssh(spec, job);
+  detail::setup_job_secret(spec, job);
   apply_network_profile(resolve_network_profile(job, opts.network), job.mpi_implementation(),
                         /*runs_ranks=*/true, container);
   if (!opts.gang_scheduler.empty()) decorate_for_gang_scheduling(job, opts, t);

@@ -99,6 +99,20 @@ tests/integration/helm/operator-rbac.json (the chart test checks one against the
   verbs: ["get", "list", "watch", "create", "update", "delete"]
 {{- end }}
 {{- end }}
+{{- if ne .Values.networkPolicy.mode "off" }}
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["get", "list", "watch", "create", "update", "delete"]
+{{- end }}
+{{- end }}
+
+{{/* A map as "k=v,k2=v2", keys sorted (--network-policy-scraper-labels). */}}
+{{- define "korovod.matchLabels" -}}
+{{- $pairs := list }}
+{{- range $k := keys . | sortAlpha }}
+{{- $pairs = append $pairs (printf "%s=%s" $k (index $ $k)) }}
+{{- end }}
+{{- join "," $pairs }}
 {{- end }}
 
 {{/* Cluster-scoped reads, needed in both RBAC scopes. */}}

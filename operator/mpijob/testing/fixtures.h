@@ -17,7 +17,7 @@ class FixedKeyGenerator final : public KeyGenerator {
   SshKeyPair generate() override {
     ++calls;
     return {"-----BEGIN EC PRIVATE KEY-----\nFAKE\n-----END EC PRIVATE KEY-----\n",
-            "ecdsa-sha2-nistp521 AAAAFAKE\n"};
+            "ecdsa-sha2-nistp521 AAAAFAKE\n", "fake-job-secret-0123456789abcdef"};
   }
   int calls = 0;
 };

@@ -23,6 +23,7 @@ KNOWN_FLAGS = {
     "gang-scheduling", "leader-elect", "lock-namespace", "kube-api-qps", "kube-api-burst",
     "controller-queue-rate-limit", "controller-queue-burst", "cluster-domain", "log-format",
     "log-level", "network-profile", "worker-create-concurrency", "version", "help",
+    "network-policy", "network-policy-scraper-namespace", "network-policy-scraper-labels",
 }
 NAMESPACED_KINDS = {"Deployment", "ServiceAccount", "Service", "Role", "RoleBinding",
                     "PodDisruptionBudget", "ServiceMonitor", "ConfigMap", "Secret"}
@@ -114,6 +115,7 @@ def check_flags(dep, values, ns, leader):
         "log-level": op["logLevel"], "health-port": values["ports"]["health"],
         "monitoring-port": values["ports"]["metrics"], "lock-namespace": ns,
         "leader-elect": "true" if leader else "false",
+        "network-policy": values["networkPolicy"]["mode"],
     }
     for name, want in expect.items():
         check(first(name) == str(want), f"--{name}={want}", f"got {flags.get(name)}")
@@ -127,6 +129,18 @@ def check_flags(dep, values, ns, leader):
             check(first(flag) == op[key], f"--{flag}={op[key]}", str(flags.get(flag)))
         else:
             check(flag not in flags, f"no --{flag} when unset", str(flags.get(flag)))
+    scraper = values["networkPolicy"]["scraper"]
+    if scraper["namespace"]:
+        check(first("network-policy-scraper-namespace") == scraper["namespace"],
+              f"--network-policy-scraper-namespace={scraper['namespace']}", str(flags.get("network-policy-scraper-namespace")))
+    else:
+        check("network-policy-scraper-namespace" not in flags, "no scraper namespace when unset")
+    labels = ",".join(f"{k}={v}" for k, v in sorted(scraper["podLabels"].items()))
+    if labels:
+        check(first("network-policy-scraper-labels") == labels, f"--network-policy-scraper-labels={labels}",
+              str(flags.get("network-policy-scraper-labels")))
+    else:
+        check("network-policy-scraper-labels" not in flags, "no scraper labels when unset")
     ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
     check(ports.get("health") == values["ports"]["health"], "health port declared")
     check(ports.get("metrics") == values["ports"]["metrics"], "metrics port declared")
@@ -166,9 +180,11 @@ def rule_grants(rule, group, resource, verb, name=None):
     return not names or (name is not None and name in names)
 
 
-def condition_holds(when, leader, gang):
+def condition_holds(when, leader, gang, network_policy="off"):
     if not when:
         return True
+    if when == "networkPolicy":
+        return network_policy != "off"
     if when == "leaderElect":
         return leader
     if when == "gang=volcano":
@@ -200,7 +216,7 @@ def check_rbac(docs, values, ns, sa_name, leader):
 
     needed = set()
     for entry in required:
-        if not condition_holds(entry.get("when"), leader, gang):
+        if not condition_holds(entry.get("when"), leader, gang, values["networkPolicy"]["mode"]):
             continue
         group, res = entry["group"], entry["resource"]
         if entry["scope"] == "cluster":

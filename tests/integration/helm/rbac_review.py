@@ -6,7 +6,7 @@ name exactly, also for resources the server does not serve yet (the MPIJob and P
 need not be installed), which `kubectl auth can-i` cannot.
 
 usage: rbac_review.py --kubectl PATH --namespace SA_NS --sa NAME [--leader] [--gang G]
-                      [--watched NS,NS] [--deny "VERB GROUP RESOURCE[/SUB] NAMESPACE|- [NAME]"]...
+                      [--watched NS,NS] [--network-policy] [--deny "VERB GROUP RESOURCE[/SUB] NAMESPACE|- [NAME]"]...
 Prints one ok/FAIL line per question and "N passed, N failed"; exits 1 on any failure.
 """
 import argparse
@@ -18,7 +18,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def needed(rules, leader, gang, watched, lock_ns):
+def needed(rules, leader, gang, watched, lock_ns, network_policy=False):
     """(verb, group, resource, subresource, namespace or "", name or "") the operator needs."""
     crds = ["mpijobs.kubeflow.org"]
     if gang:
@@ -30,6 +30,8 @@ def needed(rules, leader, gang, watched, lock_ns):
         if when == "gang=volcano" and gang != "volcano":
             continue
         if when == "gang=plugins" and (not gang or gang == "volcano"):
+            continue
+        if when == "networkPolicy" and not network_policy:
             continue
         res, _, sub = r["resource"].partition("/")
         if r["scope"] == "cluster":
@@ -79,13 +81,14 @@ def main():
     ap.add_argument("--leader", action="store_true")
     ap.add_argument("--gang", default="")
     ap.add_argument("--watched", default="")
+    ap.add_argument("--network-policy", action="store_true", help="networkPolicy.mode is not off")
     ap.add_argument("--deny", action="append", default=[])
     a = ap.parse_args()
     with open(os.path.join(HERE, "operator-rbac.json")) as f:
         rules = json.load(f)["rules"]
     user = f"system:serviceaccount:{a.namespace}:{a.sa}"
     watched = [w for w in a.watched.split(",") if w]
-    questions = [(q, True) for q in needed(rules, a.leader, a.gang, watched, a.namespace)]
+    questions = [(q, True) for q in needed(rules, a.leader, a.gang, watched, a.namespace, a.network_policy)]
     questions += [(parse_deny(d), False) for d in a.deny]
     body = {"apiVersion": "v1", "kind": "List", "items": [review(user, a.namespace, q) for q, _ in questions]}
     proc = subprocess.run([a.kubectl, "create", "-f", "-", "-o", "json"], input=json.dumps(body),
