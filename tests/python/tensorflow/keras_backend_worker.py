@@ -2,7 +2,8 @@
 (test_keras_backends.py starts it): model.fit with DistributedOptimizer and the callbacks, then
 checks on every rank that (1) the broadcast made the differing initial weights equal, (2) the
 metric average is the mean, (3) the result equals one process training on the combined batches.
-Prints KERAS-OK <backend> ... or KERAS-FAIL <reason>."""
+Prints KERAS-OK <backend> ... or KERAS-FAIL <reason>. Its argument lists the
+backward_passes_per_step values to train with, one model.fit each (e.g. "1,2")."""
 
 import sys
 
@@ -19,8 +20,16 @@ def model(seed):
     return keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)])
 
 
-def main(passes: int) -> int:
+def main(passes_list) -> int:
     hvd.init()
+    for passes in passes_list:
+        if train(passes):
+            return 1
+    hvd.shutdown()
+    return 0
+
+
+def train(passes: int) -> int:
     n, r = hvd.size(), hvd.rank()
     rng = np.random.default_rng(3)
     x = rng.normal(size=(BATCH * n * STEPS, 6)).astype("float32")
@@ -67,9 +76,8 @@ def main(passes: int) -> int:
         print(f"KERAS-FAIL loss {loss_d} vs one process {loss_r}")
         return 1
     print(f"KERAS-OK {keras.backend.backend()} passes={passes} loss {loss_d:.6f} one-process {loss_r:.6f}")
-    hvd.shutdown()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 1))
+    sys.exit(main([int(p) for p in (sys.argv[1] if len(sys.argv) > 1 else "1").split(",")]))
