@@ -197,12 +197,15 @@ std::string recorded_mesh_proof() {
   return proof;
 }
 
-// Opens the usual intruders against one listener; they stay open until the vector goes.
+// Opens the usual intruders against one listener (silent, garbage, no secret, a replayed proof);
+// they stay open until the vector goes.
 std::vector<Fd> intrude(const Endpoint& at, const std::string& recorded_proof) {
   std::vector<Fd> held;
   held.push_back(dial(at));  // silent
   held.push_back(dial(at));
   (void)send_all(held.back().get(), "\x16\x03\x01garbage", 10, deadline_after(1), "mesh");
+  held.push_back(dial(at));  // a rank's hello without a handshake: what a rank with no secret sends
+  (void)send_all(held.back().get(), mesh_hello(0, 1).data(), 12, deadline_after(1), "mesh");
   held.push_back(dial(at));  // replay
   char hello[kHelloBytes];
   (void)recv_all(held.back().get(), hello, sizeof hello, deadline_after(2), "mesh");
@@ -294,7 +297,7 @@ TEST(MeshUnderAttack, RealPeersConnectWhileIntrudersAreRefused) {
       }
     }
   }
-  EXPECT_GE(log.count("something other than a job-secret handshake"), 2u) << log.all();
+  EXPECT_GE(log.count("something other than a job-secret handshake"), 4u) << log.all();  // garbage, no secret
   EXPECT_GE(log.count("proof of the job secret is wrong"), 3u) << log.all();  // 2 replays, 1 wrong secret
   EXPECT_EQ(log.count("rank 10 (process set 0): closed the connection from 127.0.0.1:") +
                 log.count("rank 11 (process set 0): closed the connection from 127.0.0.1:"),
