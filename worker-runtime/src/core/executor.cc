@@ -57,7 +57,8 @@ void Executor::complete_all(std::vector<OpEntry>& entries, const Status& status)
   handles_.complete_many(done_handles_, status, done_outputs_);
 }
 
-Status Executor::run_collective(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries) {
+Status Executor::run_collective(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries,
+                                std::chrono::steady_clock::time_point give_up_at) {
   Backend* backend = set.backend_for(response.device);
   if (!backend) {
     complete_all(entries, Status::invalid_argument(fmt::format(
@@ -66,10 +67,11 @@ Status Executor::run_collective(ProcessSet& set, const Response& response, std::
     return Status::ok();
   }
   const bool traced = timeline_.active();
-  if (traced) {
+  if (traced && !waiting_for_ready_) {  // a resumed wait has marked its start already
     for (const auto& e : entries) timeline_.op_start(e.name, response.type);
   }
-  if (Status ready = wait_until_ready(entries); !ready.is_ok()) {
+  if (Status ready = wait_until_ready(entries, give_up_at); !ready.is_ok()) {
+    if (ready.code() == StatusCode::kInProgress) return ready;  // the entries stay for the resumed wait
     complete_all(entries, ready);
     return ready;  // this rank cannot take part: the others would wait for it, so stop the engine
   }
@@ -88,9 +90,8 @@ Status Executor::run_collective(ProcessSet& set, const Response& response, std::
                                                                                                : Status::ok();
 }
 
-Status Executor::wait_until_ready(const std::vector<OpEntry>& entries) const {
+Status Executor::wait_until_ready(const std::vector<OpEntry>& entries, std::chrono::steady_clock::time_point give_up_at) {
   using Steady = std::chrono::steady_clock;
-  std::optional<Steady::time_point> deadline;  // from the first event that is not ready yet
   for (const OpEntry& e : entries) {
     if (!e.ready_event) continue;
     for (int polls = 0;; ++polls) {
@@ -99,15 +100,18 @@ Status Executor::wait_until_ready(const std::vector<OpEntry>& entries) const {
         return Status::aborted(fmt::format("tensor '{}': its ready event failed: {}", e.name, ready.status().message()));
       }
       if (*ready) break;
-      if (!deadline) {
-        deadline = ready_timeout_s_ > 0 ? Steady::now() + std::chrono::duration_cast<Steady::duration>(
-                                                              std::chrono::duration<double>(ready_timeout_s_))
-                                        : Steady::time_point::max();
+      const Steady::time_point now = Steady::now();
+      if (!ready_deadline_) {
+        ready_deadline_ = ready_timeout_s_ > 0 ? now + std::chrono::duration_cast<Steady::duration>(
+                                                           std::chrono::duration<double>(ready_timeout_s_))
+                                               : Steady::time_point::max();
       }
-      if (Steady::now() >= *deadline) {
+      if (now >= *ready_deadline_) {
         return Status::aborted(fmt::format("tensor '{}': its ready event did not fire within {} s "
                                            "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS)", e.name, ready_timeout_s_));
       }
+      // A waiting caller's thread goes back to it on time; the cycle resumes elsewhere.
+      if (now >= give_up_at) return Status::in_progress();
       // A kernel usually finishes within microseconds of negotiation; beyond that, stop spinning.
       if (polls < 64) {
         std::this_thread::yield();
@@ -119,14 +123,25 @@ Status Executor::wait_until_ready(const std::vector<OpEntry>& entries) const {
   return Status::ok();
 }
 
-Status Executor::execute(ProcessSet& set, const Response& response) {
-  take_entries(set, response);
-  Status status = execute_entries(set, response, entries_);
+Status Executor::execute(ProcessSet& set, const Response& response, std::chrono::steady_clock::time_point give_up_at) {
+  if (!waiting_for_ready_) {
+    take_entries(set, response);
+    ready_deadline_.reset();
+  }
+  Status status = execute_entries(set, response, entries_, give_up_at);
+  waiting_for_ready_ = status.code() == StatusCode::kInProgress;
+  if (waiting_for_ready_) return status;
   entries_.clear();  // keeps the capacity, not the operations' allocators, events and buffers
   return status;
 }
 
-Status Executor::execute_entries(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries) {
+void Executor::abandon() {
+  waiting_for_ready_ = false;
+  entries_.clear();
+}
+
+Status Executor::execute_entries(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries,
+                                 std::chrono::steady_clock::time_point give_up_at) {
   switch (response.type) {
     case ResponseType::kError: {
       std::erase_if(entries, [](const OpEntry& e) { return e.joined_dummy; });
@@ -147,7 +162,7 @@ Status Executor::execute_entries(ProcessSet& set, const Response& response, std:
     std::erase_if(entries, [](const OpEntry& e) { return e.joined_dummy; });
     if (entries.empty()) return Status::ok();
   }
-  return run_collective(set, response, entries);
+  return run_collective(set, response, entries, give_up_at);
 }
 
 }  // namespace korovod

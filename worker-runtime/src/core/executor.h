@@ -3,6 +3,8 @@
 // then stops); per-operation failures go to the operations' handles.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <vector>
 
 #include "algorithms/algorithm.h"
@@ -19,16 +21,25 @@ class Executor {
            double ready_timeout_seconds = 0)
       : fusion_(fusion), timeline_(timeline), handles_(handles), log_(log), ready_timeout_s_(ready_timeout_seconds) {}
 
-  Status execute(ProcessSet& set, const Response& response);
+  // give_up_at: when the thread running the cycle must be back (a caller's timed wait; the
+  // background thread passes max()). If a ready event is still not ready then, returns
+  // kInProgress with the response's operations kept here: the next execute() -- of the same
+  // response, by whichever thread resumes the cycle -- waits on from where this one stopped.
+  Status execute(ProcessSet& set, const Response& response,
+                 std::chrono::steady_clock::time_point give_up_at = std::chrono::steady_clock::time_point::max());
+  // Drops a response left waiting by execute() (the engine stops; its handles are failed).
+  void abandon();
 
  private:
   // Into entries_ (reused: a fused response's entries are a large block that, freed every
   // cycle, made the allocator consolidate and trim the heap every cycle).
   void take_entries(ProcessSet& set, const Response& response);
-  Status execute_entries(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries);
+  Status execute_entries(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries,
+                         std::chrono::steady_clock::time_point give_up_at);
   void complete_all(std::vector<OpEntry>& entries, const Status& status);
-  Status run_collective(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries);
-  Status wait_until_ready(const std::vector<OpEntry>& entries) const;
+  Status run_collective(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries,
+                        std::chrono::steady_clock::time_point give_up_at);
+  Status wait_until_ready(const std::vector<OpEntry>& entries, std::chrono::steady_clock::time_point give_up_at);
 
   FusionBufferManager& fusion_;
   Timeline& timeline_;
@@ -38,6 +49,11 @@ class Executor {
   // Per-response scratch, reused across cycles (execute() is never re-entered: callbacks that
   // wait do not run cycles on the thread that is inside one).
   std::vector<OpEntry> entries_;
+  // execute() gave up on a ready event: entries_ still hold that response's operations.
+  bool waiting_for_ready_ = false;
+  // The ready event's bound (ready_timeout_s_), from the first poll that found one not ready; it
+  // runs on across a wait given up and resumed on another thread.
+  std::optional<std::chrono::steady_clock::time_point> ready_deadline_;
   std::vector<Handle> done_handles_;
   std::vector<OpOutput> done_outputs_;
 };

@@ -25,6 +25,14 @@
 // (once per burst), and an idle rank uses no CPU at all. A waiting caller keeps driving for as
 // long as its operation is pending, asleep between rounds, so it completes on its own thread
 // however late the other ranks come.
+//
+// A timed wait returns by its deadline (Python waits in slices so that Ctrl-C gets through): the
+// caller waits for the cycle lock only until then and stops between cycles once it passed; a
+// tensor whose ready event is still not ready then makes it leave the cycle half done
+// (RuntimeImpl::cycle_, resumed at that response by the background thread or the next waiter).
+// Not cut short: a collective the caller has entered whose peers are late (a round, a data
+// collective) -- it cannot change threads part way; the shared-memory waits bound it by
+// KOROVOD_COLLECTIVE_TIMEOUT_SECONDS.
 #include <chrono>
 
 #include "core/runtime_impl.h"
@@ -81,7 +89,7 @@ bool RuntimeImpl::has_news() const {
 }
 
 bool RuntimeImpl::cycle_worth_running(Backend& plane) {
-  if (plane.control_round_pending()) return true;
+  if (cycle_ || plane.control_round_pending()) return true;  // cycle_: one left half done
   std::lock_guard lock(state_mu_);
   return has_news() || (!engine_idle_ && Steady::now() >= last_cycle_start_ + stall_recheck());
 }
@@ -104,6 +112,7 @@ void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
       }
       continue;
     }
+    if (cycle_suspended_) return;  // a caller left a cycle half done: carry on with it at once
     const auto now = Steady::now();
     if (has_news()) {
       // As on the timer: an idle engine starts at once for new work (but leaves a caller that
@@ -160,23 +169,20 @@ void RuntimeImpl::drive_cycles(Handle handle, Steady::time_point deadline) {
     if (inline_driving_ || loop_done_ || loop_exited_ || !running_.load()) return;
     inline_driving_ = true;
   }
-  if (!inline_possible_.load()) {
-    {
-      std::lock_guard lock(state_mu_);
-      inline_driving_ = false;
-    }
-    notify_work();
-    return;
-  }
   bool pending = true;
-  {
-    std::lock_guard cycle(cycle_mu_);  // the background thread may be finishing a cycle
+  bool suspended = false;  // this thread left a cycle half done for another to finish
+  // Bounded by the caller's deadline: the background thread may be in a long cycle (a ready
+  // event not ready yet, a peer that is slow to join).
+  if (inline_possible_.load() && lock_cycle_until(deadline)) {
+    std::lock_guard cycle(cycle_mu_, std::adopt_lock);
     Backend* plane = idle_plane_.load();
     for (int n = 0;; ++n) {
       Result<bool> done = handles_.poll(handle);
       pending = done.is_ok() && !*done;
       const auto now = Steady::now();
-      if (!pending || loop_done() || shutdown_requested_.load() || now >= deadline) break;
+      // inline_possible_: a device tensor came meanwhile; from now on the background thread
+      // runs the cycles (see inline_safe()).
+      if (!pending || loop_done() || shutdown_requested_.load() || now >= deadline || !inline_possible_.load()) break;
       if (!plane && n >= kEagerCycles) break;
       if (plane && n > 0) {
         const uint64_t token = plane->idle_token();
@@ -185,7 +191,9 @@ void RuntimeImpl::drive_cycles(Handle handle, Steady::time_point deadline) {
           continue;
         }
       }
-      if (!run_cycle_locked()) break;
+      const CycleEnd end = run_cycle_locked(deadline);
+      suspended = end == CycleEnd::kSuspended;
+      if (end != CycleEnd::kDone) break;
     }
     Result<bool> done = handles_.poll(handle);
     pending = done.is_ok() && !*done;
@@ -194,8 +202,9 @@ void RuntimeImpl::drive_cycles(Handle handle, Steady::time_point deadline) {
     std::lock_guard lock(state_mu_);
     inline_driving_ = false;
   }
-  // Only an operation still pending needs the background thread now; otherwise its timer will do.
-  if (pending) notify_work();
+  // Only an operation still pending, or a cycle left half done, needs the background thread
+  // now; otherwise its timer will do.
+  if (pending || suspended) notify_work();
 }
 
 }  // namespace korovod

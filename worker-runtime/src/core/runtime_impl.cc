@@ -99,6 +99,7 @@ void RuntimeImpl::wait_for_next_cycle() {
       state_cv_.wait_until(lock, now + cycle);
       continue;
     }
+    if (cycle_suspended_) break;  // a caller left a cycle half done: carry on with it at once
     if (engine_idle_ && work_queued_) break;
     const auto next = last_cycle_start_ + cycle;
     if (now >= next) break;
@@ -111,31 +112,55 @@ bool RuntimeImpl::loop_done() const {
   return loop_done_;
 }
 
-bool RuntimeImpl::run_cycle_locked() {
+bool RuntimeImpl::lock_cycle_until(std::chrono::steady_clock::time_point deadline) {
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    cycle_mu_.lock();
+    return true;
+  }
+  return cycle_mu_.try_lock_until(deadline);
+}
+
+RuntimeImpl::CycleEnd RuntimeImpl::run_cycle_locked(std::chrono::steady_clock::time_point give_up_at) {
+  const bool resuming = cycle_.has_value();
   {
     std::lock_guard lock(state_mu_);
-    last_cycle_start_ = std::chrono::steady_clock::now();
-    // This cycle takes whatever is queued now, whichever thread runs it; what is queued from
-    // here on is news for the next one.
-    work_queued_ = false;
-    news_since_ = {};
-    wake_now_ = false;
+    cycle_suspended_ = false;
+    if (!resuming) {
+      last_cycle_start_ = std::chrono::steady_clock::now();
+      // This cycle takes whatever is queued now, whichever thread runs it; what is queued from
+      // here on is news for the next one.
+      work_queued_ = false;
+      news_since_ = {};
+      wake_now_ = false;
+    }
   }
   cycle_owner_ = std::this_thread::get_id();
-  timeline_.mark_cycle();
-  watchdog_->enter_cycle();
-  const bool keep_going = run_one_cycle();
-  watchdog_->leave_cycle();
+  if (!resuming) {
+    timeline_.mark_cycle();
+    watchdog_->enter_cycle();  // a suspended cycle stays inside: peers may wait for it meanwhile
+  }
+  const CycleEnd end = run_one_cycle(give_up_at);
+  if (end != CycleEnd::kSuspended) watchdog_->leave_cycle();
   timeline_.flush();
   cycle_owner_ = std::thread::id{};
-  if (keep_going && !watchdog_->fired()) return true;
+  if (end == CycleEnd::kSuspended) {
+    {
+      std::lock_guard lock(state_mu_);
+      cycle_suspended_ = true;
+      engine_idle_ = false;
+    }
+    state_cv_.notify_all();
+    ring_engine();
+    return end;
+  }
+  if (end == CycleEnd::kDone && !watchdog_->fired()) return end;
   {
     std::lock_guard lock(state_mu_);
     loop_done_ = true;
   }
   state_cv_.notify_all();
   ring_engine();
-  return false;
+  return CycleEnd::kStopped;
 }
 
 void RuntimeImpl::notify_work() {
@@ -182,7 +207,13 @@ void RuntimeImpl::background_loop() {
       continue;
     }
     // Shutdown is negotiated like any request: the cycle carries it to the other ranks.
-    if (!run_cycle_locked()) break;
+    if (run_cycle_locked(std::chrono::steady_clock::time_point::max()) == CycleEnd::kStopped) break;
+  }
+  // A cycle left half done lets go of its operations (their handles are failed below with the
+  // rest) -- unless a caller is still inside one, stuck with a dead peer: not waited for.
+  if (std::unique_lock cycle(cycle_mu_, std::try_to_lock); cycle.owns_lock() && cycle_) {
+    executor_.abandon();
+    cycle_.reset();
   }
   Status final_status = fatal_error();
   drain(final_status.is_ok() ? Status::aborted("korovod has been shut down") : final_status);
@@ -193,49 +224,63 @@ void RuntimeImpl::background_loop() {
   state_cv_.notify_all();
 }
 
-bool RuntimeImpl::run_one_cycle() {
-  bool apply_change = false;
-  int64_t bytes_reduced = 0;
-  std::string param_update;
+RuntimeImpl::CycleEnd RuntimeImpl::run_one_cycle(std::chrono::steady_clock::time_point give_up_at) {
+  if (!cycle_) cycle_.emplace().sets = sets_.members_in_id_order();
+  CycleRun& c = *cycle_;
   // Idle after this cycle: no tensor is in negotiation (waiting for other ranks). Requests
   // queued while this cycle ran do not count: they are exactly what should start the next cycle
-  // at once. Published on every exit path.
-  struct IdleUpdate {
-    RuntimeImpl& self;
-    ~IdleUpdate() {
-      bool idle = true;
-      for (const auto& set : self.sets_.members_in_id_order()) idle = idle && !set->queue.in_flight();
-      std::lock_guard lock(self.state_mu_);
-      self.engine_idle_ = idle;
-    }
-  } idle_update{*this};
-  for (const auto& set : sets_.members_in_id_order()) {
-    CycleInput input;
-    input.requests = set->queue.pop_requests();
-    input.shutdown = shutdown_requested_.load();
-    input.set_change_pending = set->id == 0 && sets_.change_pending();
-    if (set->id == 0) input.param_update = params_->take_outgoing();
-    Result<CycleOutput> out = set->negotiator->run_cycle(std::move(input));
-    if (!out.is_ok()) {
-      record_fatal(out.status());
-      return false;
-    }
-    for (const ResponsePtr& r : planner_.plan(out->responses, params_->fusion_threshold_bytes())) {
-      if (r->type == ResponseType::kAllreduce) bytes_reduced += response_bytes(*r);
-      Status st = executor_.execute(*set, *r);
-      if (!st.is_ok()) {
-        record_fatal(st);
-        return false;
+  // at once. Published on every exit but a suspension (run_cycle_locked: not idle).
+  auto publish_idle = [this] {
+    bool idle = true;
+    for (const auto& set : sets_.members_in_id_order()) idle = idle && !set->queue.in_flight();
+    std::lock_guard lock(state_mu_);
+    engine_idle_ = idle;
+  };
+  auto stop = [&](const Status& st) {
+    if (!st.is_ok()) record_fatal(st);
+    cycle_.reset();
+    publish_idle();
+    return CycleEnd::kStopped;
+  };
+  for (; c.set < c.sets.size(); ++c.set, c.negotiated = false) {
+    ProcessSet& set = *c.sets[c.set];
+    if (!c.negotiated) {
+      CycleInput input;
+      input.requests = set.queue.pop_requests();
+      input.shutdown = shutdown_requested_.load();
+      input.set_change_pending = set.id == 0 && sets_.change_pending();
+      if (set.id == 0) input.param_update = params_->take_outgoing();
+      Result<CycleOutput> out = set.negotiator->run_cycle(std::move(input));
+      if (!out.is_ok()) return stop(out.status());
+      c.planned = planner_.plan(out->responses, params_->fusion_threshold_bytes());
+      c.next = 0;
+      c.negotiated = true;
+      if (set.id == 0) {
+        c.shutdown = out->shutdown;
+        c.apply_change = out->apply_set_change;
+        c.param_update = std::move(out->param_update);
       }
     }
-    if (set->id == 0) {
-      if (out->shutdown) return false;
-      apply_change = out->apply_set_change;
-      param_update = std::move(out->param_update);
+    for (; c.next < c.planned.size(); ++c.next) {
+      const Response& r = *c.planned[c.next];
+      Status st = executor_.execute(set, r, give_up_at);
+      if (st.code() == StatusCode::kInProgress) return CycleEnd::kSuspended;
+      if (!st.is_ok()) return stop(st);
+      if (r.type == ResponseType::kAllreduce) c.bytes_reduced += response_bytes(r);
     }
+    // Every rank leaves, after the responses this cycle already agreed on.
+    if (set.id == 0 && c.shutdown) return stop(Status::ok());
   }
+  const bool ok = finish_cycle();
+  cycle_.reset();
+  publish_idle();
+  return ok ? CycleEnd::kDone : CycleEnd::kStopped;
+}
+
+bool RuntimeImpl::finish_cycle() {
+  CycleRun& c = *cycle_;
   bool chunk_changed = false;
-  if (Status st = params_->end_cycle(bytes_reduced, param_update, &chunk_changed); !st.is_ok()) {
+  if (Status st = params_->end_cycle(c.bytes_reduced, c.param_update, &chunk_changed); !st.is_ok()) {
     record_fatal(st);
     return false;
   }
@@ -246,7 +291,7 @@ bool RuntimeImpl::run_one_cycle() {
     }
   }
   params_pending_ = params_->has_outgoing();
-  if (apply_change) apply_set_change();
+  if (c.apply_change) apply_set_change();
   return true;
 }
 

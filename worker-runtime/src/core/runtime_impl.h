@@ -37,7 +37,9 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   HandleTable& handles() { return handles_; }
   // runtime_drive.cc. With KOROVOD_INLINE_CYCLES (the default) the waiting thread runs the
   // negotiation cycles itself while its operation is pending, so a synchronous collective
-  // costs no thread hand-off; poll() wakes the background thread for work it has not seen.
+  // costs no thread hand-off; poll() wakes the background thread for work it has not seen. A
+  // timed wait returns by its deadline, leaving a cycle held up by a ready event to another
+  // thread (see runtime_drive.cc for the one thing it cannot cut short).
   Status wait(Handle handle, std::optional<double> timeout_seconds);
   Result<bool> poll(Handle handle);
   Status fatal_error() const;
@@ -57,9 +59,16 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   void note_work();    // enqueue: a request was queued (wakes only without inline cycles)
   void ring_engine();  // wakes whoever sleeps on the idle plane's doorbell (event mode)
   // One cycle on whichever thread holds cycle_mu_ (background or a waiting caller): marks,
-  // watchdog, run_one_cycle. false: the engine stops (loop_done_ is set, everyone is woken).
-  bool run_cycle_locked() KOROVOD_REQUIRES(cycle_mu_);
-  bool run_one_cycle();  // false: leave the loop
+  // watchdog, run_one_cycle -- or the rest of a cycle another thread left suspended.
+  // give_up_at: when this thread must be back (a caller's timed wait). kStopped: the engine stops
+  // (loop_done_ is set, everyone is woken); kSuspended: a ready event kept the cycle waiting
+  // past give_up_at, and the background thread has been woken to resume it.
+  enum class CycleEnd { kDone, kStopped, kSuspended };
+  CycleEnd run_cycle_locked(std::chrono::steady_clock::time_point give_up_at) KOROVOD_REQUIRES(cycle_mu_);
+  CycleEnd run_one_cycle(std::chrono::steady_clock::time_point give_up_at) KOROVOD_REQUIRES(cycle_mu_);
+  bool finish_cycle() KOROVOD_REQUIRES(cycle_mu_);  // after the last set: parameters, set change
+  // cycle_mu_ for a waiting caller, given up at its deadline (the holder may be in a long cycle).
+  bool lock_cycle_until(std::chrono::steady_clock::time_point deadline);
   void drive_cycles(Handle handle, std::chrono::steady_clock::time_point deadline);
   // runtime_drive.cc, event mode: with the global set negotiating on a data plane that offers
   // an idle doorbell (shared memory), no cycle runs unless it has something to do -- local news
@@ -120,15 +129,34 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   std::atomic<bool> shutdown_requested_{false};
   // One negotiation cycle at a time, whichever thread runs it: cycles are collectives matched
   // by order across ranks, not by thread, so a waiting caller may run them instead of the
-  // background thread. Everything "background thread only" is guarded by it in effect.
-  std::mutex cycle_mu_;
+  // background thread. Everything "background thread only" is guarded by it in effect. Timed:
+  // a caller with a deadline gives up waiting for it (lock_cycle_until).
+  std::timed_mutex cycle_mu_;
+  // The cycle in progress, between its steps: each process set's negotiation, then each of its
+  // responses in order. Kept when a caller's thread gives up on a ready event mid-cycle
+  // (Executor::execute), so that another thread -- the background one, woken for it, or the
+  // next waiting caller -- carries on with the same cycle: every rank runs the same collectives
+  // in the same order, so neither the negotiation of the next set nor a new cycle may come first.
+  struct CycleRun {
+    std::vector<std::shared_ptr<ProcessSet>> sets;  // members in id order, as the cycle began
+    size_t set = 0;                                 // sets[set] is the one in progress
+    bool negotiated = false;                        // sets[set]: its responses are in `planned`
+    std::vector<ResponsePtr> planned;
+    size_t next = 0;                                // planned[next] runs next
+    bool shutdown = false;                          // from the global set's negotiation
+    bool apply_change = false;
+    std::string param_update;
+    int64_t bytes_reduced = 0;
+  };
+  std::optional<CycleRun> cycle_ KOROVOD_GUARDED_BY(cycle_mu_);
   std::atomic<std::thread::id> cycle_owner_{};  // the thread inside a cycle (callbacks may wait)
   mutable std::mutex state_mu_;  // guards fatal_, loop_exited_, engine_idle_,
                                  // inline_driving_, loop_done_, last_cycle_start_, news_since_,
-                                 // wake_now_
+                                 // wake_now_, cycle_suspended_
   std::condition_variable state_cv_;  // loop exit, shutdown and new-work wake-ups
   bool inline_driving_ = false;  // a waiting caller runs the cycles; the background thread stands by
   bool loop_done_ = false;       // some cycle ended the engine (shutdown agreed, error, watchdog)
+  bool cycle_suspended_ = false; // cycle_ waits for a thread to resume it (the background thread's cue)
   // KOROVOD_INLINE_CYCLES and inline_safe(): recomputed whenever the process sets change.
   std::atomic<bool> inline_possible_{false};
   std::atomic<bool> device_tensors_seen_{false};  // some GPU tensor was enqueued

@@ -40,6 +40,8 @@ void check_process_sets(Runtime& rt, Checker& c);
 void check_mismatch_errors(Runtime& rt, Checker& c);
 void check_stall(Runtime& rt, Checker& c);
 void check_idle_and_late_ranks(Runtime& rt, Checker& c);
+void check_group_reuse(Runtime& rt, Checker& c);  // mpi_waits_check.cc
+void check_timed_waits(Runtime& rt, Checker& c);
 void check_timeline(Runtime& rt, Checker& c, const std::string& path);
 void check_startup_line(Checker& c, int size);
 

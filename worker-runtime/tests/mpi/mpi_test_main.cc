@@ -82,6 +82,8 @@ int main(int argc, char** argv) {
   check_mismatch_errors(*rt, c);
   check_stall(*rt, c);
   check_idle_and_late_ranks(*rt, c);
+  check_group_reuse(*rt, c);
+  check_timed_waits(*rt, c);
   Status down = rt->shutdown();
   MPI_CHECK(c, down.is_ok(), "shutdown: {}", down.to_string());
   if (rank == 0) check_timeline(*rt, c, timeline);
