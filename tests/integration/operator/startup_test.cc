@@ -126,9 +126,15 @@ TEST_F(Startup, LeaderElectionMetricsAndSigterm) {
                      "--health-port=0"}, "leader-b");
   create({.name = "le", .workers = 1});
   ASSERT_TRUE(wait_for([&] { return has_condition(c(), ns(), "le", "Created"); })) << a.log();
-  auto scrape = run_command({"curl", "-sf", "http://127.0.0.1:" + std::to_string(metrics) + "/metrics"});
+  // The reconciler writes the Created condition, then records its events and counters: poll
+  // the counter rather than reading it once right after the condition appears.
+  CommandResult scrape;
+  const bool counted = wait_for([&] {
+    scrape = run_command({"curl", "-sf", "http://127.0.0.1:" + std::to_string(metrics) + "/metrics"});
+    return scrape.output.find("mpi_operator_jobs_created_total 1") != std::string::npos;
+  });
+  EXPECT_TRUE(counted) << scrape.output;
   EXPECT_NE(scrape.output.find("mpi_operator_is_leader 1"), std::string::npos) << scrape.output;
-  EXPECT_NE(scrape.output.find("mpi_operator_jobs_created_total 1"), std::string::npos);
   EXPECT_NE(scrape.output.find("mpi_operator_reconcile_duration_seconds_count"), std::string::npos);
   EXPECT_NE(scrape.output.find("mpi_operator_workqueue_depth"), std::string::npos);
   auto ready = run_command({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
