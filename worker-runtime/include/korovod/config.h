@@ -38,6 +38,11 @@ struct Config {
   // host, else MPI), "mpi" (always MPI), "shm" (shared memory where possible, MPI elsewhere),
   // "tcp" (the TCP data plane for every CPU tensor).
   std::string cpu_operations;
+  // GPU data plane (a build with NCCL): "" (default: NCCL, unless ranks of a process set share a
+  // GPU on one host, which NCCL refuses: then host staging), "nccl" (always NCCL), "staging"
+  // (always host staging: device -> host, the set's CPU data plane, host -> device). From
+  // KOROVOD_GPU_OPERATIONS or HOROVOD_GPU_OPERATIONS, whose MPI means host staging here.
+  std::string gpu_operations;
   int64_t shm_slot_bytes = 256 * 1024;  // one chunk slot of the shared-memory ring
   int shm_slots = 8;                   // slots per rank: the pipeline depth
   // Shared-memory allreduces whose output is at least this many bytes write it with streaming

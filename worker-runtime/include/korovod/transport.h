@@ -79,6 +79,15 @@ class Backend {
                                       DataType dtype, ReduceOp op, double prescale, double postscale);
   virtual Status copy(void* dst, const void* src, int64_t bytes);
 
+  // Optional, for a device backend that moves its tensors through host memory (host staging,
+  // src/transport/common/staging_backend.h): once every backend of a process set exists, each
+  // other backend is handed the one the set's CPU tensors use. `host` belongs to the same set
+  // and outlives this backend's collectives. The default ignores it.
+  virtual void attach_host_plane(Backend& host) { (void)host; }
+  // Optional: what rank 0's startup line says about this data plane when its provider's
+  // description does not say enough (host staging says why it was chosen); "" = the provider's.
+  virtual std::string description() const { return {}; }
+
   // Optional: one allreduce over the tensors of a fused response, each read from its input and
   // written to its output in place rather than packed into and out of the fusion buffer:
   // recvs[i] = postscale * op(sends[i] of every rank), counts[i] elements each (recvs[i] may be

@@ -142,6 +142,11 @@ Result<Config> parse_config(const EnvMap& env) {
   // its own shared-memory and TCP paths, and refuses the others rather than silently running
   // something else.
   KOROVOD_RETURN_IF_ERROR(read_choice(env, "CPU_OPERATIONS", {"mpi", "shm", "tcp"}, "mpi, shm or tcp", c.cpu_operations));
+  // Horovod's HOROVOD_GPU_OPERATIONS=NCCL|MPI: MPI moves GPU tensors through host memory, which
+  // is what staging does (over whichever CPU data plane the set has).
+  KOROVOD_RETURN_IF_ERROR(read_choice(env, "GPU_OPERATIONS", {"nccl", "staging", "mpi"},
+                                      "nccl, staging or mpi (= staging)", c.gpu_operations));
+  if (c.gpu_operations == "mpi") c.gpu_operations = "staging";
   KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "SHM_SLOT_BYTES", c.shm_slot_bytes, 4096));
   KOROVOD_RETURN_IF_ERROR(read_number<int>(env, "SHM_SLOTS", c.shm_slots, 4));
   KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "SHM_STREAMING_BYTES", c.shm_streaming_bytes, 0));

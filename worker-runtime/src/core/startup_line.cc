@@ -16,6 +16,7 @@ std::string startup_line(const WorldInfo& world, const std::string& control, con
     for (const auto& p : providers) {
       if (p->name() == gpu->name()) gpu_plane = p->description();
     }
+    if (std::string own = gpu->description(); !own.empty()) gpu_plane = std::move(own);
   }
   line += gpu_plane;
   for (size_t i = 0; i < config.network_env.size(); ++i) {
