@@ -29,19 +29,22 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
   options.config = std::move(config);
   auto transport = std::make_shared<mpi::MpiTransportProvider>(*ctx);
   options.transport = transport;
-  // First enabled backend wins: NCCL for GPU tensors (when built; enabled only for device >= 0);
-  // for CPU tensors TCP when forced, else shared memory for sets on one host (unless forced
-  // off); MPI for the rest and as the fallback.
+  // First enabled backend wins: NCCL or host staging for GPU tensors (when built; enabled only
+  // for device >= 0); for CPU tensors TCP when forced, else shared memory for sets on one host
+  // (unless forced off); MPI for the rest and as the fallback.
   auto mpi_backends = std::make_shared<mpi::MpiBackendProvider>(*ctx);
 #ifdef KOROVOD_HAVE_NCCL
-  // Hierarchical allreduce of GPU tensors: NCCL inside a host, MPI across hosts.
+  // Hierarchical allreduce of GPU tensors: NCCL inside a host, MPI across hosts. Host staging
+  // (ranks sharing a GPU, or KOROVOD_GPU_OPERATIONS=staging) runs on the set's CPU data plane.
+  const std::string host_id = options.config.host_id.empty() ? shm::host_identity() : options.config.host_id;
   nccl::NcclHierarchy hierarchy;
   if (options.config.hierarchical_allreduce) {
     hierarchy.cross = mpi_backends;
-    hierarchy.host_id = options.config.host_id.empty() ? shm::host_identity() : options.config.host_id;
+    hierarchy.host_id = host_id;
   }
-  options.backends.push_back(
-      std::make_shared<nccl::NcclBackendProvider>(transport, (*ctx)->info().local_rank, std::move(hierarchy)));
+  options.backends.push_back(std::make_shared<nccl::NcclBackendProvider>(
+      transport, (*ctx)->info().local_rank, std::move(hierarchy),
+      nccl::GpuPlaneOptions{gpu_operations_from(options.config.gpu_operations), host_id}));
 #endif
   if (options.config.cpu_operations == "tcp") {
     tcp::TcpOptions tcp_options;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "transport/common/gpu_plane.h"
 #include "transport/nccl/nccl_mapping.h"
 
 namespace korovod::nccl {
@@ -21,8 +22,17 @@ Result<int> visible_gpus() {
   return count;
 }
 
-NcclBackend::NcclBackend(std::unique_ptr<ControlChannel> control, int local_rank)
-    : control_(std::move(control)), local_rank_(local_rank) {}
+std::string gpu_bus_id(int device) {
+  char id[32] = {};
+  if (cudaDeviceGetPCIBusId(id, sizeof id, device) != cudaSuccess) {
+    cudaGetLastError();
+    return "";
+  }
+  return id;
+}
+
+NcclBackend::NcclBackend(std::unique_ptr<ControlChannel> control, int local_rank, std::string host_id)
+    : control_(std::move(control)), local_rank_(local_rank), host_id_(std::move(host_id)) {}
 
 NcclBackend::~NcclBackend() {
   if (device_ >= 0) cudaSetDevice(device_);
@@ -50,27 +60,46 @@ Status NcclBackend::create_communicator(const void* hint) {
   Status local = select_device(hint);
   ncclUniqueId id{};
   if (local.is_ok() && rank() == 0) local = nccl_status(ncclGetUniqueId(&id), "ncclGetUniqueId");
-  // Every member reports before anyone enters ncclCommInitRank, which would wait forever for a
-  // member that failed; rank 0 sends the verdict (and the id) to all.
-  Result<std::vector<std::string>> reports = control_->gather_to_root(local.is_ok() ? "" : local.message());
+  // Every member reports (its GPU, or why it has none) before anyone enters ncclCommInitRank,
+  // which would wait forever for a member that failed; rank 0 sends the verdict (and the id) to
+  // all.
+  const std::string report = local.is_ok() ? "ok " + gpu_identity_line({host_id_, gpu_bus_id(device_)})
+                                           : "err " + local.message();
+  Result<std::vector<std::string>> reports = control_->gather_to_root(report);
   if (!reports.is_ok()) return reports.status();
   std::string verdict;
-  if (rank() == 0) {
-    std::string failures;
-    for (size_t r = 0; r < reports->size(); ++r) {
-      if (!(*reports)[r].empty()) failures += fmt::format("{}rank {}: {}", failures.empty() ? "" : "; ", r, (*reports)[r]);
-    }
-    verdict = failures.empty() ? "ok" + std::string(id.internal, sizeof id.internal) : "err" + failures;
-  }
+  if (rank() == 0) verdict = setup_verdict(*reports, std::string(id.internal, sizeof id.internal));
   KOROVOD_RETURN_IF_ERROR(control_->broadcast_from_root(verdict));
   if (verdict.rfind("ok", 0) != 0 || verdict.size() != 2 + sizeof id.internal) {
     // Every member got this same verdict and is still in step: the GPU operations fail, the
     // engine (and CPU collectives) go on.
-    return Status::invalid_argument(fmt::format("NCCL setup of the process set failed on {}",
-                                       verdict.size() > 3 ? verdict.substr(3) : std::string("rank 0")));
+    return Status::invalid_argument(verdict.size() > 3 ? verdict.substr(3) : "NCCL setup of the process set failed");
   }
   std::memcpy(id.internal, verdict.data() + 2, sizeof id.internal);
   return nccl_status(ncclCommInitRank(&comm_, size(), id, rank()), "ncclCommInitRank");
+}
+
+std::string setup_verdict(const std::vector<std::string>& reports, const std::string& id) {
+  std::string failures;
+  std::vector<GpuIdentity> gpus;
+  std::vector<int> ranks;
+  for (size_t r = 0; r < reports.size(); ++r) {
+    const std::string& line = reports[r];
+    if (line.rfind("ok ", 0) == 0) {
+      gpus.push_back(parse_gpu_identity(line.substr(3)));
+      ranks.push_back(static_cast<int>(r));
+    } else {
+      const std::string why = line.substr(std::min<size_t>(4, line.size()));  // after "err "
+      failures += fmt::format("{}rank {}: {}", failures.empty() ? "" : "; ", r, why);
+    }
+  }
+  if (!failures.empty()) return "err NCCL setup of the process set failed on " + failures;
+  // NCCL would refuse this in ncclCommInitRank ("Duplicate GPU detected"); say why, and what to do.
+  if (std::string shared = shared_gpus(gpus, ranks); !shared.empty()) {
+    return fmt::format("err NCCL setup of the process set failed: {} (process set ranks), and NCCL needs a GPU per "
+                       "rank; KOROVOD_GPU_OPERATIONS=staging runs GPU tensors through host memory instead", shared);
+  }
+  return "ok" + id;
 }
 
 Status NcclBackend::ensure_ready(const void* hint) {

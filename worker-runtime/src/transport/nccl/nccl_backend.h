@@ -9,6 +9,7 @@
 #include <nccl.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "korovod/transport.h"
@@ -17,11 +18,19 @@ namespace korovod::nccl {
 
 // How many GPUs this process can use; an error naming cudaGetDeviceCount when none or no driver.
 Result<int> visible_gpus();
+// The PCI bus id of `device` ("0000:3B:00.0"), "" when there is none.
+std::string gpu_bus_id(int device);
+
+// Rank 0's answer to the members' reports at communicator setup ("ok " + gpu_identity_line of
+// the GPU it selected, or "err " + why not): "ok" + `id` (ncclUniqueId bytes), or "err " + the
+// error every member returns: the members that failed, or those that would share a GPU.
+std::string setup_verdict(const std::vector<std::string>& reports, const std::string& id);
 
 class NcclBackend final : public Backend {
  public:
   // local_rank picks the GPU (local_rank % visible GPUs) when the first tensor's pointer does not.
-  NcclBackend(std::unique_ptr<ControlChannel> control, int local_rank);
+  // host_id: this rank's host identity, to name members that would share a GPU at setup.
+  NcclBackend(std::unique_ptr<ControlChannel> control, int local_rank, std::string host_id = "");
   ~NcclBackend() override;
   NcclBackend(const NcclBackend&) = delete;
   NcclBackend& operator=(const NcclBackend&) = delete;
@@ -73,6 +82,7 @@ class NcclBackend final : public Backend {
   // Constant after construction.
   const std::unique_ptr<ControlChannel> control_;
   const int local_rank_;
+  const std::string host_id_;
   // Background thread only.
   Status init_status_;
   bool ready_ = false;
