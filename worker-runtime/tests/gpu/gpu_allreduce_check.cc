@@ -1,10 +1,11 @@
-// Allreduce on device tensors: every op NCCL has x every dtype NCCL has x sizes (0, 1, odd,
-// large), in place and out of place; Horovod's scaling folded into NCCL; grouped; and the
-// errors for what NCCL cannot do.
+// Allreduce on device tensors: every op NCCL has x every dtype NCCL has (and, staged, uint16
+// and int16) x sizes (0, 1, odd, large), in place and out of place; Horovod's scaling (folded
+// into NCCL, or applied on the staged host copy); grouped; and what NCCL cannot do.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <tuple>
 
 #include "gpu_check.h"
@@ -15,15 +16,20 @@ namespace {
 constexpr DataType kNcclTypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
                                    DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
                                    DataType::kFloat32, DataType::kFloat64};
+// Host staging reduces on the host, which has these too (bool: see the broadcasts).
+constexpr DataType kHostOnlyTypes[] = {DataType::kUInt16, DataType::kInt16};
 
 // Rank r's element i, and what every op makes of all ranks' elements i.
 double input(ReduceOp op, int r, int64_t i) { return op == ReduceOp::kProduct ? 1 + (i + r) % 2 : (r + 1) + i % 3; }
 
-double expected(ReduceOp op, DataType dtype, int size, int64_t i) {
+double expected(ReduceOp op, DataType dtype, int size, int64_t i, bool staging) {
   const double sum = size * (size + 1) / 2.0 + size * static_cast<double>(i % 3);
   switch (op) {
     case ReduceOp::kSum: return sum;
-    case ReduceOp::kAverage: return is_floating(dtype) ? sum / size : std::floor(sum / size);  // NCCL: sum / n
+    case ReduceOp::kAverage:
+      if (is_floating(dtype)) return sum / size;
+      // NCCL divides integers (sum / n); the host path multiplies by 1 / n and truncates.
+      return staging ? std::trunc(sum * (1.0 / size)) : std::floor(sum / size);
     case ReduceOp::kMin: return 1 + i % 3;
     case ReduceOp::kMax: return size + i % 3;
     case ReduceOp::kProduct: {
@@ -49,13 +55,40 @@ void one_allreduce(GpuContext& g, DataType dtype, ReduceOp op, int64_t count, bo
   TensorView out = in_place ? in : TensorView{out_buf.data(), dtype, {count}, g.device};
   if (!g.finished(name, g.rt.allreduce(name, in, out, op))) return;
   g.expect_values(name, dtype, g.download(out.data, dtype, count),
-                  values(count, [&](int64_t i) { return expected(op, dtype, g.size, i); }));
+                  values(count, [&](int64_t i) { return expected(op, dtype, g.size, i, g.staging); }));
+}
+
+// What NCCL cannot do (int16, a scaled MIN) is an error naming the dtype / op, on every rank;
+// host staging does both, as the CPU path does.
+void check_what_nccl_cannot_do(GpuContext& g) {
+  DeviceBuffer buf(64);
+  TensorView i16 = g.upload(buf, DataType::kInt16, {4}, {1, 2, 3, 4});
+  Result<Handle> h = g.rt.allreduce("err.int16", i16, i16, ReduceOp::kSum);
+  Status s = h.is_ok() ? g.rt.wait(*h) : h.status();
+  if (g.staging) {
+    MPI_CHECK(g.c, s.is_ok(), "int16 allreduce (staging): {}", s.to_string());
+    g.expect_values("int16 allreduce", DataType::kInt16, g.download(i16.data, DataType::kInt16, 4),
+                    {1.0 * g.size, 2.0 * g.size, 3.0 * g.size, 4.0 * g.size});
+  } else {
+    MPI_CHECK(g.c, !s.is_ok() && s.message().find("int16") != std::string::npos, "int16 allreduce: {}", s.to_string());
+  }
+  TensorView f32 = g.upload(buf, DataType::kFloat32, {4}, {1, 2, 3, 4});
+  h = g.rt.allreduce("err.min.scaled", f32, f32, ReduceOp::kMin, 2.0, 1.0);
+  s = h.is_ok() ? g.rt.wait(*h) : h.status();
+  if (g.staging) {
+    MPI_CHECK(g.c, s.is_ok(), "scaled MIN (staging): {}", s.to_string());
+    g.expect_values("scaled MIN", DataType::kFloat32, g.download(f32.data, DataType::kFloat32, 4), {2, 4, 6, 8});
+  } else {
+    MPI_CHECK(g.c, !s.is_ok() && s.message().find("MIN") != std::string::npos, "scaled MIN: {}", s.to_string());
+  }
 }
 
 }  // namespace
 
 void check_allreduce(GpuContext& g) {
-  for (DataType dtype : kNcclTypes) {
+  std::vector<DataType> types(std::begin(kNcclTypes), std::end(kNcclTypes));
+  if (g.staging) types.insert(types.end(), std::begin(kHostOnlyTypes), std::end(kHostOnlyTypes));
+  for (DataType dtype : types) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
       int k = 0;
       for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{65539}}) one_allreduce(g, dtype, op, count, k++ % 2);
@@ -74,19 +107,10 @@ void check_allreduce_scaled_and_grouped(GpuContext& g) {
       TensorView t = g.upload(buf, dtype, {n}, values(n, [&](int64_t i) { return input(ReduceOp::kSum, g.rank, i); }));
       if (!g.finished(name, g.rt.allreduce(name, t, t, op, pre, post))) continue;
       g.expect_values(name, dtype, g.download(t.data, dtype, n),
-                      values(n, [&](int64_t i) { return pre * post * expected(op, dtype, g.size, i); }));
+                      values(n, [&](int64_t i) { return pre * post * expected(op, dtype, g.size, i, g.staging); }));
     }
   }
-  // What NCCL cannot do is an error naming the dtype / op, on every rank.
-  DeviceBuffer buf(64);
-  TensorView i16 = g.upload(buf, DataType::kInt16, {4}, {1, 2, 3, 4});
-  Result<Handle> h = g.rt.allreduce("err.int16", i16, i16, ReduceOp::kSum);
-  Status s = h.is_ok() ? g.rt.wait(*h) : h.status();
-  MPI_CHECK(g.c, !s.is_ok() && s.message().find("int16") != std::string::npos, "int16 allreduce: {}", s.to_string());
-  TensorView f32 = g.upload(buf, DataType::kFloat32, {4}, {1, 2, 3, 4});
-  h = g.rt.allreduce("err.min.scaled", f32, f32, ReduceOp::kMin, 2.0, 1.0);
-  s = h.is_ok() ? g.rt.wait(*h) : h.status();
-  MPI_CHECK(g.c, !s.is_ok() && s.message().find("MIN") != std::string::npos, "scaled MIN: {}", s.to_string());
+  check_what_nccl_cannot_do(g);
 
   // Grouped: negotiated together, run one by one (device tensors are not fused).
   std::vector<std::unique_ptr<DeviceBuffer>> bufs;

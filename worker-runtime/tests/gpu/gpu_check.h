@@ -33,6 +33,9 @@ struct GpuContext {
   int rank;
   int size;
   int device;
+  // The data plane rank 0's startup line named: NCCL (one rank per GPU) or host staging (ranks
+  // sharing a GPU), whose semantics are the CPU path's: every dtype reduces, any op scales.
+  bool staging;
   std::vector<std::unique_ptr<DeviceBuffer>> outputs;  // what the allocators handed out
 
   // A device tensor holding `values` in `dtype`.
