@@ -1,6 +1,8 @@
 // Rank 0's startup line, as the real MPI assembly (mpi_runtime_options) produces it: once, on
 // rank 0 only, at the default log level, naming the data plane actually chosen.
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "mpi_check.h"
 
@@ -29,14 +31,19 @@ void check_startup_line(Checker& c, int size) {
   if (!MPI_CHECK(c, lines.size() == 1, "rank 0 logged {} startup lines, not 1", lines.size())) return;
   const std::string plane = config.cpu_operations == "mpi" ? "MPI" : config.cpu_operations == "tcp" ? "TCP" : "SHM";
 #ifdef KOROVOD_HAVE_NCCL
-  const std::string gpu = "GPU data plane: NCCL 2.";
+  // NCCL; on a machine with fewer GPUs than ranks they would share one: host staging.
+  const std::vector<std::string> gpus = {"GPU data plane: NCCL 2.",
+                                         fmt::format("GPU data plane: host staging through {} (", plane)};
 #else
-  const std::string gpu = "GPU data plane: none (built without NCCL)";
+  const std::vector<std::string> gpus = {"GPU data plane: none (built without NCCL)"};
 #endif
   // Shared memory carries the negotiation too, once MPI has set it up (process_set.cc).
   const std::string control = plane == "SHM" ? "SHM (MPI for setup)" : "MPI";
   const std::string head = fmt::format("korovod: data plane: {} ({} ranks on 1 host), control: {}; ", plane, size, control);
-  MPI_CHECK(c, lines[0].rfind(head + gpu, 0) == 0, "startup line '{}' does not start with '{}'", lines[0], head + gpu);
+  bool starts = false;
+  for (const std::string& gpu : gpus) starts = starts || lines[0].rfind(head + gpu, 0) == 0;
+  MPI_CHECK(c, starts, "startup line '{}' does not start with '{}' and one of '{}'", lines[0], head,
+            fmt::join(gpus, "', '"));
   MPI_CHECK(c, lines[0].ends_with("; NCCL_SOCKET_IFNAME=lo"), "startup line '{}' lacks the network settings", lines[0]);
 }
 
