@@ -3,7 +3,10 @@
 # korovod runtime (libkorovod.so) and tools (korovod-bench, the pi example), the launcher
 # entrypoint that waits for worker DNS, and (INSTALL_TORCH=true, the default) Python with
 # Debian's CPU build of PyTorch and scikit-learn, the korovod Python package (korovod.torch) and
-# the PyTorch examples on PATH (examples/pytorch/*.yaml name them so).
+# the PyTorch examples on PATH (examples/pytorch/*.yaml name them so). INSTALL_TENSORFLOW=true
+# (tagged korovod-worker-cpu:<version>-tensorflow, docs/images.md) adds a venv with PyPI's
+# tensorflow-cpu (and its Keras 3) that sees the same korovod package: korovod.tensorflow,
+# korovod.keras and the TensorFlow examples, run through /usr/local/bin/korovod-tf-python.
 # The build context is the repository root:
 #   docker build -f docker/worker-cpu.Dockerfile -t korovod-worker-cpu:dev .
 # Build args are documented in docker/README.md.
@@ -42,6 +45,8 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE} \
 
 FROM ${BASE_IMAGE}
 ARG INSTALL_TORCH=true
+ARG INSTALL_TENSORFLOW=false
+ARG TENSORFLOW_VERSION=2.21.0
 ARG MPIUSER_UID=1000
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
@@ -73,6 +78,26 @@ COPY --from=build --chown=${MPIUSER_UID}:${MPIUSER_UID} /out/bin/pi /home/mpiuse
 COPY --from=build /out/python/korovod /usr/lib/python3/dist-packages/korovod
 COPY --from=build /out/python/bin/ /usr/local/bin/
 COPY examples/pytorch/pytorch_digits.py examples/pytorch/pytorch_synthetic_benchmark.py /usr/local/bin/
+# TensorFlow (INSTALL_TENSORFLOW=true): its own venv, so PyPI's numpy never shadows the one Debian's
+# torch was built against; the korovod package is linked into it. The examples' shebang runs
+# korovod-tf-python, found on sshd's default PATH like the scripts.
+COPY docker/korovod-tf-python /usr/local/bin/korovod-tf-python
+COPY examples/tensorflow/keras_digits.py examples/tensorflow/tensorflow_digits.py \
+     examples/tensorflow/tensorflow_synthetic_benchmark.py /usr/local/bin/
+RUN if [ "${INSTALL_TENSORFLOW}" = "true" ]; then \
+      apt-get update -q && apt-get install -y -q --no-install-recommends python3 python3-venv \
+      && rm -rf /var/lib/apt/lists/* \
+      && python3 -m venv /opt/korovod/venv-tf \
+      && /opt/korovod/venv-tf/bin/pip install --no-cache-dir --only-binary=:all: \
+           "tensorflow-cpu==${TENSORFLOW_VERSION}" scikit-learn cloudpickle \
+      && ln -s /usr/lib/python3/dist-packages/korovod \
+           "$(/opt/korovod/venv-tf/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/korovod" \
+      && korovod-tf-python -c 'import korovod.tensorflow, korovod.keras' \
+      && keras_digits.py --help >/dev/null && tensorflow_digits.py --help >/dev/null \
+      && tensorflow_synthetic_benchmark.py --help >/dev/null; \
+    elif [ "${INSTALL_TENSORFLOW}" != "false" ]; then \
+      echo "INSTALL_TENSORFLOW must be true or false, not '${INSTALL_TENSORFLOW}'" >&2; exit 1; \
+    fi
 RUN ldconfig \
  && /usr/sbin/sshd -t -f /etc/ssh/sshd_config \
  && korovod-bench --help >/dev/null \
