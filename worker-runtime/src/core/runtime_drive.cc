@@ -143,7 +143,7 @@ void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
 Result<bool> RuntimeImpl::poll(Handle handle) {
   CallerInside inside(*this);
   Result<bool> done = handles_.poll(handle);
-  if (done.is_ok() && !*done) notify_work();
+  if (done.is_ok() && !*done) wake_background();
   return done;
 }
 
@@ -184,7 +184,11 @@ void RuntimeImpl::drive_cycles(Handle handle, Steady::time_point deadline) {
       // runs the cycles (see inline_safe()).
       if (!pending || loop_done() || shutdown_requested_.load() || now >= deadline || !inline_possible_.load()) break;
       if (!plane && n >= kEagerCycles) break;
-      if (plane && n > 0) {
+      // Event mode: not even a first round without something to negotiate -- a caller waiting
+      // again (in slices, as Python does) for an operation already sent would start one per
+      // slice, waking every rank, and would have to wait inside it for a peer whose cycle thread
+      // is busy, past its own deadline.
+      if (plane) {
         const uint64_t token = plane->idle_token();
         if (!cycle_worth_running(*plane)) {
           plane->idle_wait(token, seconds(std::min<Steady::duration>(stall_recheck(), deadline - now)));
@@ -203,8 +207,8 @@ void RuntimeImpl::drive_cycles(Handle handle, Steady::time_point deadline) {
     inline_driving_ = false;
   }
   // Only an operation still pending, or a cycle left half done, needs the background thread
-  // now; otherwise its timer will do.
-  if (pending || suspended) notify_work();
+  // now; otherwise its timer will do. Not news: an operation already sent needs no round.
+  if (pending || suspended) wake_background();
 }
 
 }  // namespace korovod

@@ -164,9 +164,13 @@ RuntimeImpl::CycleEnd RuntimeImpl::run_cycle_locked(std::chrono::steady_clock::t
 }
 
 void RuntimeImpl::notify_work() {
+  work_queued_ = true;
+  wake_background();
+}
+
+void RuntimeImpl::wake_background() {
   {
     std::lock_guard lock(state_mu_);
-    work_queued_ = true;
     wake_now_ = true;
   }
   state_cv_.notify_all();

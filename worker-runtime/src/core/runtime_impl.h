@@ -56,6 +56,10 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   void background_loop();
   void wait_for_next_cycle();
   void notify_work();  // wakes the background thread for queued work
+  // Wakes the background thread to look again now, with no news of its own: no caller will run
+  // the next cycle inline (a waiter that returned, a poll). Unlike notify_work, no cycle runs for
+  // it unless there is something to negotiate (event mode).
+  void wake_background();
   void note_work();    // enqueue: a request was queued (wakes only without inline cycles)
   void ring_engine();  // wakes whoever sleeps on the idle plane's doorbell (event mode)
   // One cycle on whichever thread holds cycle_mu_ (background or a waiting caller): marks,
@@ -162,7 +166,7 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   std::atomic<bool> device_tensors_seen_{false};  // some GPU tensor was enqueued
   std::chrono::steady_clock::time_point last_cycle_start_{};  // paces the background thread
   std::chrono::steady_clock::time_point news_since_{};  // event mode: news first seen (reset per cycle)
-  bool wake_now_ = false;  // notify_work: no caller will run the next cycle inline (reset per cycle)
+  bool wake_now_ = false;  // wake_background: no caller will run the next cycle inline (reset per cycle)
   // A request queued since the loop last looked, and whether the last cycle had nothing to do:
   // an idle engine starts a cycle as soon as work arrives instead of sleeping out cycle_time.
   // Set by enqueue without state_mu_ when no wake-up is due (note_work); read under it.

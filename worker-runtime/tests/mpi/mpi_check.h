@@ -42,6 +42,9 @@ void check_stall(Runtime& rt, Checker& c);
 void check_idle_and_late_ranks(Runtime& rt, Checker& c);
 void check_group_reuse(Runtime& rt, Checker& c);  // mpi_waits_check.cc
 void check_timed_waits(Runtime& rt, Checker& c);
+void check_waits_in_slices(Runtime& rt, Checker& c);
+double process_cpu_ms();              // this process's user + system CPU so far
+double max_over_ranks(double mine);
 void check_timeline(Runtime& rt, Checker& c, const std::string& path);
 void check_startup_line(Checker& c, int size);
 

@@ -157,6 +157,17 @@ void check_stall(Runtime& rt, Checker& c) {
 
 namespace {
 
+Status allreduce_now(Runtime& rt, const std::string& name) {
+  std::vector<float> x(4, 1.f);
+  Result<Handle> h = rt.allreduce(name, f32(x), f32(x));
+  if (!h.is_ok()) return h.status();
+  Status s = rt.wait(*h);
+  rt.release(*h);
+  return s;
+}
+
+}  // namespace
+
 double process_cpu_ms() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -169,17 +180,6 @@ double max_over_ranks(double mine) {
   MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return most;
 }
-
-Status allreduce_now(Runtime& rt, const std::string& name) {
-  std::vector<float> x(4, 1.f);
-  Result<Handle> h = rt.allreduce(name, f32(x), f32(x));
-  if (!h.is_ok()) return h.status();
-  Status s = rt.wait(*h);
-  rt.release(*h);
-  return s;
-}
-
-}  // namespace
 
 void check_idle_and_late_ranks(Runtime& rt, Checker& c) {
   // With the negotiation on shared memory the runtime's threads sleep while nothing is to be

@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   check_idle_and_late_ranks(*rt, c);
   check_group_reuse(*rt, c);
   check_timed_waits(*rt, c);
+  check_waits_in_slices(*rt, c);
   Status down = rt->shutdown();
   MPI_CHECK(c, down.is_ok(), "shutdown: {}", down.to_string());
   if (rank == 0) check_timeline(*rt, c, timeline);
