@@ -42,6 +42,7 @@ def allreduce_groups(tensors: Sequence[tf.Tensor], groups: Sequence[Sequence[int
     rt = native_ops.runtime()
     inputs = _native.operands(tensors)
     outputs = [_native.Output(x) for x in inputs]
+    _native.wait_for_gpu_inputs(inputs)
     keep = (inputs, outputs)
     handles = []
     try:
@@ -86,6 +87,7 @@ def _gathered(op_type: int, tensors: Sequence[tf.Tensor], names: Sequence[Option
         check_reduce_op(op)
     rt = native_ops.runtime()
     inputs = _native.operands(tensors)
+    _native.wait_for_gpu_inputs(inputs)
     if grouped:
         handles = native_ops.enqueue_group(rt, op_type, names, [x.buffer for x in inputs], None, op, prescale,
                                            postscale, ps_id)
@@ -118,6 +120,7 @@ def broadcast_many(tensors: Sequence[tf.Tensor], names: Sequence[Optional[bytes]
     rt = native_ops.runtime()
     inputs = _native.operands(tensors)
     outputs = [_native.Output(x) for x in inputs]
+    _native.wait_for_gpu_inputs(inputs)
     keep = (inputs, outputs)
     handles = []
     try:
@@ -136,6 +139,7 @@ def alltoall(tensor: tf.Tensor, splits, name: Optional[bytes], ps_id: int) -> Tu
     """(output, received_splits as int32)."""
     rt = native_ops.runtime()
     source = _native.Operand(tensor)
+    _native.wait_for_gpu_inputs([source])
     handle = native_ops.enqueue(rt, _lib.OP_ALLTOALL, name, source.buffer, None,
                                 splits=_native.splits_list(splits), process_set_id=ps_id)
     native_ops.wait(rt, handle, source)

@@ -118,6 +118,14 @@ def operands(tensors: Sequence[tf.Tensor]) -> List[Operand]:
     return [Operand(t) for t in tensors]
 
 
+def wait_for_gpu_inputs(inputs: Sequence[Operand]) -> None:
+    """GPU tensors: TensorFlow computes them asynchronously on streams Python cannot reach (so no
+    korovod ready event can be recorded on them); wait for the devices before the runtime reads.
+    CPU tensors are complete once they exist."""
+    if any(x.buffer.device >= 0 for x in inputs):
+        tf.test.experimental.sync_devices()
+
+
 def encode(name: Optional[str]) -> Optional[bytes]:
     return None if name is None else name.encode()
 
