@@ -40,11 +40,12 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE} \
  && cmake --build build --target korovod_runtime korovod-bench pi korovod_python_wheel \
       -j ${BUILD_JOBS} \
  && mkdir -p /out/bin /out/lib /out/python/bin \
- && cp -P build/lib/libkorovod.so* /out/lib/ \
+ && cp -P build/lib/libkorovod.so* build/lib/libkorovod_mpi.so* /out/lib/ \
  && cp build/bin/korovod-bench build/bin/pi /out/bin/ \
  && ldd /out/lib/libkorovod.so | grep -q 'libnccl\.so\.2' \
  && cmake --install build --component python --prefix /out/python \
- && test -f /out/python/korovod/torch/__init__.py && test -f /out/python/korovod/lib/libkorovod.so
+ && test -f /out/python/korovod/torch/__init__.py && test -f /out/python/korovod/lib/libkorovod.so \
+ && test -f /out/python/korovod/lib/libkorovod_mpi.so
 
 FROM ${CUDA_RUNTIME_IMAGE}
 ARG MPIUSER_UID=1000

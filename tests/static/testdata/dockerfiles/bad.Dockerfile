@@ -13,3 +13,4 @@ ADD https://example.invalid/x.tar.gz /opt/
 COPY --from=one /nothing/checked /opt/
 COPY data.txt /usr/local/bin/
 USER root
+RUN mkdir -p /out/lib && cp -P build/lib/libkorovod.so* /out/lib/
