@@ -14,6 +14,15 @@ namespace korovod::nccl {
 Result<int> visible_gpus() {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error == cudaErrorInsufficientDriver) {
+    // What a machine without the NVIDIA driver reports (no libcuda.so): CUDA's own text, "CUDA
+    // driver version is insufficient for CUDA runtime version", reads like a broken install.
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    return Status::unknown(fmt::format(
+        "no NVIDIA GPU usable: cudaGetDeviceCount: no NVIDIA driver on this host, or one older than CUDA {}.{} needs "
+        "({})", runtime / 1000, runtime % 1000 / 10, cudaGetErrorName(error)));
+  }
   if (error != cudaSuccess) {
     return Status::unknown(fmt::format("no NVIDIA GPU usable: cudaGetDeviceCount: {} ({})",
                                        cudaGetErrorString(error), cudaGetErrorName(error)));
