@@ -23,6 +23,7 @@ from korovod.torch.functions import (allgather_object, broadcast_object, broadca
                                      broadcast_parameters)
 from korovod.torch.optimizer import DistributedOptimizer
 from korovod.torch.sync_batch_norm import SyncBatchNorm
+from korovod.torch import elastic  # hvd.elastic, as in horovod.torch
 
 __all__ = [
     "Compression", "Adasum", "Average", "HorovodInternalError", "HostsUpdatedInterrupt", "Max", "Min", "ProcessSet",
