@@ -119,10 +119,10 @@ Result<ChildProcess> spawn_process(const ProcessSpec& spec) {
   return child;
 }
 
-Result<std::string> capture_output(const ProcessSpec& spec) {
+Result<std::string> capture_output(const ProcessSpec& spec, bool include_stderr) {
   Result<ChildProcess> child = spawn_process(spec);
   if (!child.is_ok()) return child.status();
-  std::string text;
+  std::string text, err_text;
   char buf[4096];
   pollfd fds[2] = {{child->out.get(), POLLIN, 0}, {child->err.get(), POLLIN, 0}};
   for (int open_fds = 2; open_fds > 0;) {
@@ -131,7 +131,7 @@ Result<std::string> capture_output(const ProcessSpec& spec) {
       if (p.fd < 0 || p.revents == 0) continue;
       const ssize_t n = read(p.fd, buf, sizeof buf);
       if (n > 0) {
-        text.append(buf, static_cast<size_t>(n));
+        (include_stderr || &p == &fds[0] ? text : err_text).append(buf, static_cast<size_t>(n));
       } else if (n == 0 || errno != EINTR) {
         p.fd = -1;  // poll() skips negative descriptors
         --open_fds;
@@ -142,7 +142,8 @@ Result<std::string> capture_output(const ProcessSpec& spec) {
   while (waitpid(child->pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (exit_code_from_wait_status(status) != 0) {
-    return Status::unknown(fmt::format("{} exited with code {}: {}", spec.argv[0], exit_code_from_wait_status(status), text));
+    return Status::unknown(
+        fmt::format("{} exited with code {}: {}{}", spec.argv[0], exit_code_from_wait_status(status), text, err_text));
   }
   return text;
 }

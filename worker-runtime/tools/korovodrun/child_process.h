@@ -42,8 +42,10 @@ struct ExecArrays {
 // Forks and execs. An exec failure inside the child shows on its stderr and exits 127.
 Result<ChildProcess> spawn_process(const ProcessSpec& spec);
 
-// Runs argv to the end and returns its stdout and stderr together (for `mpirun --version`).
-Result<std::string> capture_output(const ProcessSpec& spec);
+// Runs argv to the end and returns its stdout and stderr together (for `mpirun --version`), or
+// its stdout alone when !include_stderr (a discovery script's hosts); a nonzero exit is an error
+// with both.
+Result<std::string> capture_output(const ProcessSpec& spec, bool include_stderr = true);
 
 // An exit status from waitpid as a shell reports it: the code, or 128 + the signal number.
 int exit_code_from_wait_status(int status);

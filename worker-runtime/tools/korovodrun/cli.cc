@@ -19,7 +19,9 @@ const char* const kDescription =
     "usage: korovodrun -np N [-H host:slots,... | --hostfile F] [options] COMMAND [ARGS...]\n"
     "Default (--tcp): korovodrun starts the ranks itself (local processes, ssh for other hosts) and\n"
     "hosts their rendezvous store; every output line is prefixed [<rank>]<stdout>: or [<rank>]<stderr>:.\n"
-    "--mpi: runs the job under Open MPI's mpirun instead. See docs/korovodrun.md.\n";
+    "--mpi: runs the job under Open MPI's mpirun instead. See docs/korovodrun.md.\n"
+    "Elastic (--min-np, --max-np or --host-discovery-script): korovodrun drives the membership: workers\n"
+    "come and go in rounds, their lines are prefixed [<host>:<slot>]. See docs/elastic.md.\n";
 
 std::string long_name_of(const std::string& arg) {
   if (arg == "-np") return "--num-proc";
@@ -33,6 +35,34 @@ struct RawFlags {
   std::string interface_list;                // --network-interfaces a,b
   bool mpi = false, tcp = false;
 };
+
+void define_elastic_flags(CLI::App& app, LaunchOptions& o) {
+  const char* group = "Elastic (docs/elastic.md)";
+  app.add_option("--min-np,--min-num-proc", o.min_np,
+                 "elastic: fewest workers training goes on with (default -np); below it korovodrun waits "
+                 "up to --elastic-timeout for more")
+      ->check(CLI::PositiveNumber)->group(group);
+  app.add_option("--max-np,--max-num-proc", o.max_np, "elastic: most workers (default: every discovered slot)")
+      ->check(CLI::PositiveNumber)->group(group);
+  app.add_option("--host-discovery-script", o.host_discovery_script,
+                 "elastic: command printing the available hosts, one 'host:slots' or 'host' per line; run every second")
+      ->group(group);
+  app.add_option("--slots-per-host", o.slots_per_host, "elastic: slots of a host the discovery script prints without ':slots' (default 1)")
+      ->check(CLI::PositiveNumber)->group(group);
+  app.add_option("--elastic-timeout", o.elastic_timeout_seconds,
+                 "elastic: seconds to wait for --min-np workers (and for workers to start a round); default "
+                 "HOROVOD_ELASTIC_TIMEOUT or 600")
+      ->check(CLI::PositiveNumber)->group(group);
+  app.add_option("--reset-limit", o.reset_limit, "elastic: most resets (new rounds after the first) before the job fails")
+      ->check(CLI::NonNegativeNumber)->group(group);
+  app.add_option("--blacklist-cooldown-range", o.blacklist_cooldown_range,
+                 "elastic: MIN MAX seconds a failing host stays blacklisted (default: for good)")
+      ->expected(2)->group(group);
+  app.add_option("--blacklist-after-failures", o.blacklist_after_failures,
+                 "elastic: a host is blacklisted when the workers of one of its slots fail this many times in a "
+                 "row without completing a round's start (default 3; 1 = Horovod)")
+      ->check(CLI::PositiveNumber)->group(group);
+}
 
 void define_flags(CLI::App& app, LaunchOptions& o, RawFlags& raw) {
   app.add_option("--num-proc", o.num_proc, "-np N: number of ranks (processes) to start")->check(CLI::PositiveNumber);
@@ -64,6 +94,7 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawFlags& raw) {
   auto* mpi = app.add_flag("--mpi", raw.mpi, "run under Open MPI's mpirun (horovodrun --mpi)");
   auto* tcp = app.add_flag("--tcp,--gloo", raw.tcp, "korovodrun starts the ranks and hosts the store (the default)");
   mpi->excludes(tcp);
+  define_elastic_flags(app, o);
 }
 
 // Everything after the flags, as the user wrote it: the rewritten spellings must not reach the
@@ -86,6 +117,24 @@ Status finish_options(LaunchOptions& o, RawFlags& raw) {
   }
   o.controller = raw.mpi ? Controller::kMpi : Controller::kTcp;
   if (o.check_build) return Status::ok();  // horovodrun -cb needs nothing else
+  if (o.elastic()) {
+    if (o.controller == Controller::kMpi) return Status::invalid_argument("elastic mode runs without --mpi (as horovodrun's, on Gloo)");
+    if (o.num_proc < 1 && !o.min_np) return Status::invalid_argument("elastic mode needs -np N or --min-np N");
+    if (o.num_proc < 1) o.num_proc = *o.min_np;
+    if (!o.min_np) o.min_np = o.num_proc;
+    if (o.max_np && *o.max_np < *o.min_np) {
+      return Status::invalid_argument(fmt::format("--max-np {} is below --min-np {}", *o.max_np, *o.min_np));
+    }
+    if (o.host_discovery_script.empty() && o.hosts.empty() && o.hostfile.empty()) {
+      return Status::invalid_argument("elastic mode needs --host-discovery-script (or fixed hosts: -H or --hostfile)");
+    }
+    if (!o.host_discovery_script.empty() && (!o.hosts.empty() || !o.hostfile.empty())) {
+      return Status::invalid_argument("give either --host-discovery-script or -H/--hostfile, not both");
+    }
+  } else if (!o.blacklist_cooldown_range.empty() || o.reset_limit || o.elastic_timeout_seconds) {
+    return Status::invalid_argument("--reset-limit, --elastic-timeout and --blacklist-cooldown-range need elastic mode "
+                                    "(--min-np, --max-np or --host-discovery-script)");
+  }
   if (o.num_proc < 1) return Status::invalid_argument("-np N is required");
   if (o.command.empty()) return Status::invalid_argument("no command given (korovodrun -np N [options] COMMAND...)");
   return Status::ok();

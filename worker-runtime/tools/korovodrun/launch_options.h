@@ -29,6 +29,15 @@ struct LaunchOptions {
   bool verbose = false;
   Controller controller = Controller::kTcp;
   bool check_build = false;
+  // Elastic (horovodrun's names; any of --min-np, --max-np, --host-discovery-script = elastic).
+  std::optional<int> min_np, max_np;
+  std::string host_discovery_script;
+  int slots_per_host = 1;
+  std::optional<int> elastic_timeout_seconds;  // default: HOROVOD_ELASTIC_TIMEOUT, else 600
+  std::optional<int> reset_limit;
+  std::vector<int> blacklist_cooldown_range;   // MIN MAX seconds, or empty: blacklisting is for good
+  int blacklist_after_failures = 3;            // korovod's: failures in a row that blacklist a host
+  bool elastic() const { return min_np || max_np || !host_discovery_script.empty(); }
   std::vector<std::string> command;
 };
 

@@ -20,7 +20,10 @@ void ConsoleSink::write(Stream stream, std::string_view lines) {
 void say(OutputSink& sink, std::string_view text) { sink.write(Stream::kStderr, fmt::format("korovodrun: {}\n", text)); }
 
 LinePrefixer::LinePrefixer(int rank, Stream stream, OutputSink& sink)
-    : prefix_(fmt::format("[{}]<{}>:", rank, stream == Stream::kStdout ? "stdout" : "stderr")),
+    : LinePrefixer(std::to_string(rank), stream, sink) {}
+
+LinePrefixer::LinePrefixer(const std::string& label, Stream stream, OutputSink& sink)
+    : prefix_(fmt::format("[{}]<{}>:", label, stream == Stream::kStdout ? "stdout" : "stderr")),
       stream_(stream),
       sink_(sink) {}
 

@@ -34,6 +34,8 @@ class LinePrefixer {
   static constexpr size_t kMaxLineBytes = 64 * 1024;
 
   LinePrefixer(int rank, Stream stream, OutputSink& sink);
+  // `[<label>]<stdout>:`: an elastic worker's id (host:slot), which outlives its ranks.
+  LinePrefixer(const std::string& label, Stream stream, OutputSink& sink);
   // Writes every complete line in `bytes` (ended by "\n" or by "\r", as progress bars redraw a
   // line) with the prefix; keeps the incomplete rest for the next call.
   void feed(std::string_view bytes);

@@ -5,6 +5,7 @@
 
 #include "check_build.h"
 #include "cli.h"
+#include "elastic_launch.h"
 #include "job_signals.h"
 #include "mpirun_command.h"
 #include "orphan_guard.h"
@@ -51,5 +52,7 @@ int main(int argc, char** argv) {
   korovod::Result<std::unique_ptr<OrphanGuard>> guard = OrphanGuard::start(supervision.grace);
   if (!guard.is_ok()) say(console, fmt::format("no guard for the ranks if korovodrun is killed: {}", guard.status().message()));
   const JobSignalBlock signals;
-  return run_tcp_job(o, caller_env, console, supervision, guard.is_ok() ? guard->get() : nullptr);
+  GroupWatcher* watcher = guard.is_ok() ? guard->get() : nullptr;
+  if (o.elastic()) return run_elastic_job(o, caller_env, console, supervision, watcher);
+  return run_tcp_job(o, caller_env, console, supervision, watcher);
 }
