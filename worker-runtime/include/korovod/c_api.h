@@ -98,6 +98,31 @@ void korovod_destroy(korovod_runtime* rt); /* shuts down if needed and frees rt 
 int korovod_is_initialized(const korovod_runtime* rt);
 const char* korovod_last_error(const korovod_runtime* rt);
 
+/* ---- elastic mode (docs/elastic.md) ----
+ * korovodrun --min-np/--max-np/--host-discovery-script starts every worker with KOROVOD_ELASTIC=1
+ * and KOROVOD_ELASTIC_WORKER_ID, and hosts the rendezvous store where it publishes rounds. Each
+ * korovod_init joins the driver's newest round that is newer than the last round this worker
+ * attempted (waiting for it up to KOROVOD_ELASTIC_TIMEOUT s, default 600): rank, size, local and
+ * cross ranks are the driver's assignment. A worker the driver removed fails its init with
+ * KOROVOD_ERR_PRECONDITION; no new round in time fails it with KOROVOD_ERR_ABORTED. A reset is
+ * korovod_shutdown then korovod_init on a new korovod_runtime. A lost peer (killed, exited, or
+ * stopped past KOROVOD_COLLECTIVE_TIMEOUT_SECONDS) fails every survivor's pending and later
+ * operations with KOROVOD_ERR_ABORTED or KOROVOD_ERR_UNKNOWN (both HorovodInternalError), the
+ * text naming the lost rank and its host ("rank 2 on host worker-1"). */
+/* 1 when KOROVOD_ELASTIC (or HOROVOD_ELASTIC) is set to a true value in the environment. */
+int korovod_elastic_enabled(void);
+/* The driver's round this runtime joined (>= 1); 0 when it is not elastic; -1 for NULL. */
+int64_t korovod_elastic_round(const korovod_runtime* rt);
+/* The driver's host-change counter and its kind bitmask (1 hosts added, 2 hosts removed, 3 both)
+ * from the store's elastic/hosts_version and elastic/hosts_kind, 0 and 0 while the driver has
+ * set neither. Opens a connection of its own to the store (the environment's address and job
+ * secret), so it works with or without a running runtime. KOROVOD_ERR_PRECONDITION when not
+ * elastic; a store that cannot be reached: KOROVOD_ERR_UNKNOWN. error_text as for korovod_init. */
+int korovod_elastic_hosts_version(uint64_t* version, uint32_t* kind, char* error_text, int error_len);
+/* The driver's newest published round (elastic/round; 0 while unset), the same way. A reset is
+ * due exactly when it is newer than korovod_elastic_round of the running runtime. */
+int korovod_elastic_published_round(uint64_t* round, char* error_text, int error_len);
+
 /* ---- queries ---- */
 int korovod_rank(const korovod_runtime* rt);
 int korovod_size(const korovod_runtime* rt);

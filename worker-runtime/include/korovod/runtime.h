@@ -91,6 +91,8 @@ class Runtime {
   int cross_rank() const;
   int cross_size() const;
   bool is_homogeneous() const;
+  // Elastic mode: the driver's round this runtime joined (docs/elastic.md); 0 otherwise.
+  int64_t elastic_round() const;
   std::string transport_name() const;
   std::vector<std::string> backend_names() const;
   const Config& config() const;

@@ -13,6 +13,12 @@
 //                       connection of the job proves it before anything else is read
 //   KOROVOD_JOB_SECRET  the secret itself (korovodrun gives it to the ranks it starts); wins over
 //                       the file. Neither set: no authentication, and rank 0 warns.
+//   KOROVOD_HOSTNAME    the name errors give this rank's host ("rank 2 on host worker-1");
+//                       default: gethostname()
+// Elastic mode (docs/elastic.md), KOROVOD_ELASTIC=1 / HOROVOD_ELASTIC=1: no KOROVOD_RANK/SIZE;
+// the driver hosts the store and assigns rank, size, local and cross ranks per round:
+//   KOROVOD_ELASTIC_WORKER_ID  this process's stable id at the driver ("host:slot"; required)
+//   KOROVOD_ELASTIC_TIMEOUT    seconds an init waits for a round that takes this worker (600)
 #pragma once
 
 #include <memory>
@@ -36,7 +42,27 @@ struct TcpWorldConfig {
   std::string server_listen_host = "0.0.0.0";  // where rank 0's store listens (kRank0)
   // What every connection must prove (transport/tcp/auth.h); "" = connections unauthenticated.
   std::string job_secret;
+  std::string hostname;  // "" = gethostname(); names this rank's host in errors
+  // Elastic: rank and size come from the driver's round (rank/size above are unused); the store
+  // is the driver's (server = kExternal).
+  bool elastic = false;
+  std::string elastic_worker_id;
+  double elastic_timeout_seconds = 600;
 };
+
+// KOROVOD_ELASTIC / HOROVOD_ELASTIC is set to a true value (1, true, yes, on).
+bool elastic_mode(const EnvMap& env);
+
+// Elastic mode: the driver's host-change counter and kind (elastic/hosts_version,
+// elastic/hosts_kind; 0 and 0 while unset), read over a connection of its own to the store the
+// environment names. A PreconditionError when the environment is not elastic.
+struct ElasticHostsUpdate {
+  uint64_t version = 0;
+  uint32_t kind = 0;  // bitmask: 1 hosts added, 2 hosts removed
+};
+Result<ElasticHostsUpdate> read_elastic_hosts_version(const EnvMap& env);
+// The same for elastic/round, the driver's newest published round (0 while unset).
+Result<int64_t> read_elastic_published_round(const EnvMap& env);
 
 // Reads the variables above from `env` (and the secret file it names); a missing or malformed
 // one is an InvalidArgument error naming it (never showing a secret).
@@ -46,9 +72,14 @@ bool tcp_rendezvous_configured(const EnvMap& env);  // KOROVOD_/HOROVOD_GLOO_REN
 // Rank 0 starts the store (unless it is external); every rank connects, publishes its host
 // identity and learns the topology. Blocks until all `size` ranks have arrived (or the start
 // timeout). A process may start several runtimes one after another against the same store:
-// keys carry the rank's start count, so a later start never reads an earlier one's keys.
+// keys carry the rank's start count (elastic: the round), so a later start never reads an earlier one's keys.
 Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& world,
                                            std::vector<std::vector<int>> process_sets = {});
+
+// tcp_runtime_options, then Runtime::create; in elastic mode, then marks this worker ready for
+// its round (elastic/<round>/ready/<worker_id>).
+Result<std::unique_ptr<Runtime>> start_tcp_runtime(Config config, const TcpWorldConfig& world,
+                                                   std::vector<std::vector<int>> process_sets = {});
 
 // Convenience: config and world from the process environment.
 Result<std::unique_ptr<Runtime>> init_tcp_runtime(std::vector<std::vector<int>> process_sets = {});

@@ -20,6 +20,7 @@ struct WorldInfo {
   int local_rank = 0, local_size = 1;
   int cross_rank = 0, cross_size = 1;
   bool homogeneous = true;  // same local_size on every node
+  int64_t elastic_round = 0;  // elastic mode: the driver's round this world formed in; 0 = not elastic
 };
 
 enum class BitwiseOp { kAnd, kOr };

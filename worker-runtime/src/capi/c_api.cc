@@ -27,9 +27,16 @@ Result<std::unique_ptr<Runtime>> start_runtime(const korovod_init_options& o, st
       controller = KOROVOD_CONTROLLER_MPI;
     } else if (tcp_rendezvous_configured(env)) {
       controller = KOROVOD_CONTROLLER_TCP;
+    } else if (elastic_mode(env)) {
+      return Status::invalid_argument(
+          "KOROVOD_ELASTIC=1 but no rendezvous store is named (KOROVOD_RENDEZVOUS_ADDR): elastic jobs start under "
+          "korovodrun --min-np/--max-np, which hosts it");
     } else {
       return init_solo_runtime(std::move(sets));
     }
+  }
+  if (controller != KOROVOD_CONTROLLER_TCP && elastic_mode(env)) {
+    return Status::invalid_argument("elastic mode (KOROVOD_ELASTIC=1) runs on the TCP controller only, not MPI");
   }
   if (controller == KOROVOD_CONTROLLER_TCP) {
     if (mpi_asked) return Status::invalid_argument("an MPI communicator (mpi_comm / comm ranks) needs the MPI controller");
@@ -69,7 +76,7 @@ Result<std::vector<std::vector<int>>> read_sets(const int32_t* ranks, const int3
 korovod_runtime* wrap(std::unique_ptr<Runtime> runtime) {
   auto* rt = new korovod_runtime();
   rt->world = {runtime->rank(),       runtime->size(),       runtime->local_rank(), runtime->local_size(),
-               runtime->cross_rank(), runtime->cross_size(), runtime->is_homogeneous()};
+               runtime->cross_rank(), runtime->cross_size(), runtime->is_homogeneous(), runtime->elastic_round()};
   rt->transport_name = runtime->transport_name();
   rt->backend_names = fmt::format("{}", fmt::join(runtime->backend_names(), ","));
   rt->runtime = std::move(runtime);
@@ -194,6 +201,41 @@ const char* korovod_last_error(const korovod_runtime* rt) {
   std::lock_guard lock(rt->mu);
   auto it = rt->last_errors.find(std::this_thread::get_id());
   return it == rt->last_errors.end() ? "" : it->second.c_str();
+}
+
+int korovod_elastic_enabled(void) { return korovod::elastic_mode(korovod::process_environment()) ? 1 : 0; }
+
+int64_t korovod_elastic_round(const korovod_runtime* rt) { return rt ? rt->world.elastic_round : -1; }
+
+int korovod_elastic_hosts_version(uint64_t* version, uint32_t* kind, char* error_text, int error_len) {
+  if (!version || !kind) {
+    copy_text("korovod_elastic_hosts_version: version or kind is NULL", error_text, error_len);
+    return KOROVOD_ERR_INVALID_ARGUMENT;
+  }
+  korovod::Result<korovod::ElasticHostsUpdate> v = korovod::read_elastic_hosts_version(korovod::process_environment());
+  if (!v.is_ok()) {
+    copy_text(v.status().message(), error_text, error_len);
+    return code_of(v.status());
+  }
+  *version = v->version;
+  *kind = v->kind;
+  copy_text("", error_text, error_len);
+  return KOROVOD_OK;
+}
+
+int korovod_elastic_published_round(uint64_t* round, char* error_text, int error_len) {
+  if (!round) {
+    copy_text("korovod_elastic_published_round: round is NULL", error_text, error_len);
+    return KOROVOD_ERR_INVALID_ARGUMENT;
+  }
+  korovod::Result<int64_t> r = korovod::read_elastic_published_round(korovod::process_environment());
+  if (!r.is_ok()) {
+    copy_text(r.status().message(), error_text, error_len);
+    return code_of(r.status());
+  }
+  *round = static_cast<uint64_t>(*r);
+  copy_text("", error_text, error_len);
+  return KOROVOD_OK;
 }
 
 int korovod_rank(const korovod_runtime* rt) { return query(rt, &korovod::WorldInfo::rank); }

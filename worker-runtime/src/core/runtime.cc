@@ -24,6 +24,7 @@ int Runtime::local_size() const { return impl_->world().local_size; }
 int Runtime::cross_rank() const { return impl_->world().cross_rank; }
 int Runtime::cross_size() const { return impl_->world().cross_size; }
 bool Runtime::is_homogeneous() const { return impl_->world().homogeneous; }
+int64_t Runtime::elastic_round() const { return impl_->world().elastic_round; }
 std::string Runtime::transport_name() const { return impl_->transport_name(); }
 std::vector<std::string> Runtime::backend_names() const { return impl_->backend_names(); }
 const Config& Runtime::config() const { return impl_->config(); }

@@ -35,6 +35,16 @@ Result<std::string> interface_address(const std::string& iface) {
   return found;
 }
 
+}  // namespace
+
+std::string local_hostname() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "localhost";
+  return host;
+}
+
+namespace {
+
 std::string hostname_address() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) return "";

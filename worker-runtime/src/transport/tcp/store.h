@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,6 +67,8 @@ class StoreClient {
   // Waits until `key` exists, at most `timeout_seconds`.
   Result<std::string> get(const std::string& key, double timeout_seconds);
   Result<int64_t> add(const std::string& key, int64_t delta);
+  // The value, or nullopt when the key does not exist (now: no waiting).
+  Result<std::optional<std::string>> try_get(const std::string& key);
 
  private:
   StoreClient(Fd fd, Endpoint server, std::string who, double timeout_seconds)

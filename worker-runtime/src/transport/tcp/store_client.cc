@@ -50,7 +50,10 @@ Result<std::string> StoreClient::call(const StoreRequest& r, double timeout_seco
     if (more > 0) buffer_.append(chunk, static_cast<size_t>(more));
   }
   fd_.reset();  // a late answer would be taken for the next call's: this connection is done
-  const char* verb = r.op == StoreOp::kGet ? "waiting for" : r.op == StoreOp::kSet ? "setting" : "adding to";
+  const char* verb = r.op == StoreOp::kGet      ? "waiting for"
+                     : r.op == StoreOp::kSet    ? "setting"
+                     : r.op == StoreOp::kTryGet ? "reading"
+                                                : "adding to";
   return Status(sent.code() == StatusCode::kAborted ? StatusCode::kAborted : StatusCode::kUnknownError,
                 fmt::format("{}: {} key {:?} in {}: {}", who_, verb, r.key, where, sent.message()));
 }
@@ -67,6 +70,16 @@ Result<int64_t> StoreClient::add(const std::string& key, int64_t delta) {
   Result<std::string> sum = call({StoreOp::kAdd, key, std::to_string(delta)}, timeout_seconds_);
   if (!sum.is_ok()) return sum.status();
   return static_cast<int64_t>(std::stoll(*sum));
+}
+
+Result<std::optional<std::string>> StoreClient::try_get(const std::string& key) {
+  Result<std::string> answer = call({StoreOp::kTryGet, key, ""}, timeout_seconds_);
+  if (!answer.is_ok()) return answer.status();
+  if (*answer == "-") return std::optional<std::string>();
+  if (answer->empty() || answer->front() != '+') {
+    return Status::unknown(fmt::format("{}: reading key {:?}: malformed answer from the rendezvous store", who_, key));
+  }
+  return std::optional<std::string>(answer->substr(1));
 }
 
 }  // namespace korovod::tcp

@@ -40,7 +40,7 @@ std::string encode_response(const StoreResponse& r) {
 Result<std::optional<StoreRequest>> take_request(std::string& buffer) {
   if (buffer.size() < 5) return std::optional<StoreRequest>();
   const uint8_t op = get_at<uint8_t>(buffer, 0);
-  if (op < 1 || op > 3) return Status::invalid_argument(fmt::format("rendezvous store: unknown request {}", op));
+  if (op < 1 || op > 4) return Status::invalid_argument(fmt::format("rendezvous store: unknown request {}", op));
   const uint32_t key_len = get_at<uint32_t>(buffer, 1);
   if (key_len > kMaxStoreKeyBytes) return Status::invalid_argument(fmt::format("rendezvous store: key of {} bytes", key_len));
   if (buffer.size() < 5 + key_len + 8) return std::optional<StoreRequest>();

@@ -3,7 +3,8 @@
 //   response: u8 status (0 ok, 1 error) | u64 length | value or error text
 // set stores the value; get answers once the key exists (the server parks the request until a
 // set or add creates it; the client enforces its own deadline); add adds the decimal int64 in
-// value to the key's decimal value (absent = 0) and answers with the sum.
+// value to the key's decimal value (absent = 0) and answers with the sum; try_get answers at
+// once, "+" followed by the value when the key exists, "-" when it does not.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,7 @@
 
 namespace korovod::tcp {
 
-enum class StoreOp : uint8_t { kSet = 1, kGet = 2, kAdd = 3 };
+enum class StoreOp : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kTryGet = 4 };
 
 struct StoreRequest {
   StoreOp op = StoreOp::kGet;

@@ -59,6 +59,10 @@ StoreResponse StoreServer::apply(const StoreRequest& r) {
       data_[r.key] = std::to_string(current + delta);
       return {true, data_[r.key]};
     }
+    case StoreOp::kTryGet: {
+      auto it = data_.find(r.key);
+      return {true, it == data_.end() ? std::string("-") : "+" + it->second};
+    }
     case StoreOp::kGet:
       break;
   }

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -9,6 +11,7 @@
 #include "transport/nccl/nccl_provider.h"
 #endif
 #include "transport/shm/shm_provider.h"
+#include "transport/tcp/elastic.h"
 #include "transport/tcp/tcp_provider.h"
 #include "transport/tcp/tcp_transport.h"
 
@@ -59,7 +62,40 @@ Result<std::string> read_job_secret(const EnvMap& env) {
   return s->text();
 }
 
+bool truthy(std::string v) {
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  return v == "1" || v == "true" || v == "yes" || v == "on";
+}
+
+// KOROVOD_ELASTIC_WORKER_ID and KOROVOD_ELASTIC_TIMEOUT into `w` (elastic mode only).
+Status read_elastic(const EnvMap& env, TcpWorldConfig& w) {
+  std::string which;
+  const std::string* id = find_env(env, {"KOROVOD_ELASTIC_WORKER_ID"}, &which);
+  if (!id) {
+    return Status::invalid_argument(
+        "KOROVOD_ELASTIC=1 but KOROVOD_ELASTIC_WORKER_ID is not set (the elastic driver, korovodrun --min-np/--max-np, "
+        "sets it for every worker it starts)");
+  }
+  if (id->find_first_of(" /\n") != std::string::npos) {
+    return Status::invalid_argument(fmt::format("KOROVOD_ELASTIC_WORKER_ID={:?}: no spaces or slashes", *id));
+  }
+  w.elastic = true;
+  w.elastic_worker_id = *id;
+  w.server = RendezvousServer::kExternal;  // the driver's store outlives every round
+  if (find_env(env, {"KOROVOD_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT"}, &which)) {
+    KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT"},
+                                          w.elastic_timeout_seconds, 0.001));
+  }
+  return Status::ok();
+}
+
 }  // namespace
+
+bool elastic_mode(const EnvMap& env) {
+  std::string which;
+  const std::string* v = find_env(env, {"KOROVOD_ELASTIC", "HOROVOD_ELASTIC"}, &which);
+  return v && truthy(*v);
+}
 
 bool tcp_rendezvous_configured(const EnvMap& env) {
   std::string which;
@@ -74,8 +110,15 @@ Result<TcpWorldConfig> parse_tcp_world(const EnvMap& env) {
   w.rendezvous_addr = *addr;
   KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_RENDEZVOUS_PORT", "HOROVOD_GLOO_RENDEZVOUS_PORT"},
                                         w.rendezvous_port, 1));
-  KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_SIZE", "HOROVOD_SIZE"}, w.size, 1));
-  KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_RANK", "HOROVOD_RANK"}, w.rank, 0));
+  if (elastic_mode(env)) {
+    KOROVOD_RETURN_IF_ERROR(read_elastic(env, w));
+    w.size = 1;  // placeholders until the driver's round assigns them
+    w.rank = 0;
+  } else {
+    KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_SIZE", "HOROVOD_SIZE"}, w.size, 1));
+    KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_RANK", "HOROVOD_RANK"}, w.rank, 0));
+  }
+  if (const std::string* name = find_env(env, {"KOROVOD_HOSTNAME", "HOROVOD_HOSTNAME"}, &which)) w.hostname = *name;
   if (w.rank >= w.size || w.rendezvous_port > 65535) {
     return Status::invalid_argument(fmt::format("rank {} of {} at port {}: out of range", w.rank, w.size,
                                                 w.rendezvous_port));
@@ -141,15 +184,49 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   return options;
 }
 
+Result<std::unique_ptr<Runtime>> start_tcp_runtime(Config config, const TcpWorldConfig& world,
+                                                   std::vector<std::vector<int>> process_sets) {
+  Result<RuntimeOptions> options = tcp_runtime_options(std::move(config), world, std::move(process_sets));
+  if (!options.is_ok()) return options.status();
+  // Kept to tell the driver this worker's init completed (elastic mode).
+  auto transport = std::static_pointer_cast<tcp::TcpTransportProvider>(options->transport);
+  Result<std::unique_ptr<Runtime>> runtime = Runtime::create(std::move(options).value());
+  if (!runtime.is_ok() || !world.elastic) return runtime;
+  Status ready = transport->mark_elastic_ready(world.elastic_worker_id);
+  if (!ready.is_ok()) {
+    (void)(*runtime)->shutdown();
+    return ready;
+  }
+  return runtime;
+}
+
 Result<std::unique_ptr<Runtime>> init_tcp_runtime(std::vector<std::vector<int>> process_sets) {
   const EnvMap env = process_environment();
   Result<Config> config = parse_config(env);
   if (!config.is_ok()) return config.status();
   Result<TcpWorldConfig> world = parse_tcp_world(env);
   if (!world.is_ok()) return world.status();
-  Result<RuntimeOptions> options = tcp_runtime_options(std::move(config).value(), *world, std::move(process_sets));
-  if (!options.is_ok()) return options.status();
-  return Runtime::create(std::move(options).value());
+  return start_tcp_runtime(std::move(config).value(), *world, std::move(process_sets));
+}
+
+Result<ElasticHostsUpdate> read_elastic_hosts_version(const EnvMap& env) {
+  if (!elastic_mode(env)) {
+    return Status::precondition("the hosts version exists in elastic mode only (KOROVOD_ELASTIC is not set)");
+  }
+  Result<TcpWorldConfig> world = parse_tcp_world(env);
+  if (!world.is_ok()) return world.status();
+  Result<tcp::HostsVersion> v = tcp::read_hosts_version_at(*world);
+  if (!v.is_ok()) return v.status();
+  return ElasticHostsUpdate{v->version, v->kind};
+}
+
+Result<int64_t> read_elastic_published_round(const EnvMap& env) {
+  if (!elastic_mode(env)) {
+    return Status::precondition("the published round exists in elastic mode only (KOROVOD_ELASTIC is not set)");
+  }
+  Result<TcpWorldConfig> world = parse_tcp_world(env);
+  if (!world.is_ok()) return world.status();
+  return tcp::read_published_round_at(*world);
 }
 
 Result<std::unique_ptr<Runtime>> init_solo_runtime(std::vector<std::vector<int>> process_sets) {

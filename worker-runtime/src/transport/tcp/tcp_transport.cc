@@ -9,6 +9,7 @@
 
 #include "transport/shm/shm_provider.h"
 #include "transport/tcp/address.h"
+#include "transport/tcp/elastic.h"
 #include "transport/tcp/mesh_setup.h"
 #include "transport/tcp/tcp_control.h"
 
@@ -53,9 +54,44 @@ Result<std::shared_ptr<TcpTransportProvider>> TcpTransportProvider::create(const
   if (port <= 0) return Status::invalid_argument(fmt::format("{}: no rendezvous port to connect to", who));
   Result<std::string> addr = resolve_ipv4(world.rendezvous_addr);
   if (!addr.is_ok()) return Status::invalid_argument(fmt::format("{}: rendezvous address: {}", who, addr.status().message()));
-  KOROVOD_RETURN_IF_ERROR(
-      t->rendezvous({*addr, port}, world.host_id.empty() ? shm::host_identity() : world.host_id, deadline));
+  const std::string host_id = world.host_id.empty() ? shm::host_identity() : world.host_id;
+  t->hostname_ = world.hostname.empty() ? local_hostname() : world.hostname;
+  if (world.elastic) {
+    KOROVOD_RETURN_IF_ERROR(t->elastic_rendezvous({*addr, port}, world, host_id));
+  } else {
+    KOROVOD_RETURN_IF_ERROR(t->rendezvous({*addr, port}, host_id, deadline));
+  }
   return t;
+}
+
+Status TcpTransportProvider::elastic_rendezvous(const Endpoint& store, const TcpWorldConfig& world,
+                                                const std::string& host_id) {
+  const std::string who = fmt::format("elastic worker {}", world.elastic_worker_id);
+  Result<std::unique_ptr<StoreClient>> client = StoreClient::connect(store, timeout_seconds_, who, auth_.secret);
+  if (!client.is_ok()) return client.status();
+  store_ = std::move(client).value();
+  Result<ElasticRound> round = join_elastic_round(*store_, world.elastic_worker_id, world.elastic_timeout_seconds);
+  if (!round.is_ok()) return round.status();
+  const WorldInfo assigned = round->world;
+  info_ = assigned;
+  key_prefix_ = fmt::format("r{}/", round->round);
+  KOROVOD_RETURN_IF_ERROR(learn_topology(host_id, hostname_, deadline_after(timeout_seconds_)));
+  // The driver's view of hosts (discovery's names) decides local and cross ranks, as Horovod's
+  // elastic driver does; the host identities still decide where shared memory is possible.
+  const bool homogeneous = info_.homogeneous;
+  info_ = assigned;
+  info_.homogeneous = homogeneous && info_.size % info_.local_size == 0;
+  return Status::ok();
+}
+
+Status TcpTransportProvider::mark_elastic_ready(const std::string& worker_id) {
+  if (info_.elastic_round == 0) return Status::ok();
+  return tcp::mark_elastic_ready(*store_, info_.elastic_round, worker_id);
+}
+
+std::string TcpTransportProvider::rank_name(int global_rank) const {
+  if (global_rank < 0 || global_rank >= static_cast<int>(hostnames_.size())) return fmt::format("rank {}", global_rank);
+  return fmt::format("rank {} on host {}", global_rank, hostnames_[global_rank]);
 }
 
 Status TcpTransportProvider::rendezvous(const Endpoint& store, const std::string& host_id, Deadline deadline) {
@@ -68,7 +104,7 @@ Status TcpTransportProvider::rendezvous(const Endpoint& store, const std::string
     Status st = starts.is_ok() ? Status::ok() : starts.status();
     if (st.is_ok()) {
       key_prefix_ = fmt::format("start{}/", *starts);
-      st = learn_topology(host_id, deadline);
+      st = learn_topology(host_id, hostname_, deadline);
     }
     // kUnknownError: the connection broke (a timeout is kAborted); start over while time is left.
     if (st.code() != StatusCode::kUnknownError || std::chrono::steady_clock::now() >= deadline) return st;
@@ -79,14 +115,21 @@ Status TcpTransportProvider::rendezvous(const Endpoint& store, const std::string
 // Ranks with the same host identity form a host: local rank = position among them; hosts are
 // ordered by their lowest rank, and cross rank = this host's position among the hosts that have
 // a rank with this local rank.
-Status TcpTransportProvider::learn_topology(const std::string& host_id, Deadline deadline) {
+Status TcpTransportProvider::learn_topology(const std::string& host_id, const std::string& hostname,
+                                            Deadline deadline) {
+  // The readable name first: a rank that has set its host identity has set its name too.
+  KOROVOD_RETURN_IF_ERROR(store_->set(fmt::format("{}name/{}", key_prefix_, info_.rank), hostname));
   KOROVOD_RETURN_IF_ERROR(store_->set(fmt::format("{}host/{}", key_prefix_, info_.rank), host_id));
   std::vector<std::string> hosts(static_cast<size_t>(info_.size));
+  hostnames_.assign(hosts.size(), "");
   for (int r = 0; r < info_.size; ++r) {
     Result<std::string> h = store_->get(fmt::format("{}host/{}", key_prefix_, r), seconds_left(deadline));
     if (h.status().code() == StatusCode::kUnknownError) return h.status();  // connection lost
     if (!h.is_ok()) return Status::aborted(fmt::format("rank {} did not arrive at the rendezvous store: {}", r, h.status().message()));
     hosts[r] = *h;
+    Result<std::string> name = store_->get(fmt::format("{}name/{}", key_prefix_, r), seconds_left(deadline));
+    if (!name.is_ok()) return name.status();
+    hostnames_[r] = *name;
   }
   std::vector<std::string> order;          // distinct hosts by lowest rank
   std::map<std::string, int> local_count;  // ranks per host so far

@@ -9,6 +9,9 @@
 // times, so a process that shuts down and starts again meets its peers under fresh keys even
 // when the store outlived the first runtime (an external store).
 //
+// Elastic mode (TcpWorldConfig::elastic): rank and size come from the driver's newest round
+// (transport/tcp/elastic.h) and the keys start with "r<round>/" instead.
+//
 // With a job secret (TcpWorldConfig::job_secret) the store and every control socket take only
 // connections that prove it (auth.h); without one, rank 0 warns once that anyone who reaches
 // the ports can join.
@@ -35,6 +38,10 @@ class TcpTransportProvider final : public TransportProvider {
   void abort_job(int exit_code) override;
   // The secret and log every mesh of this job uses (the TCP data plane's too).
   const MeshAuth& auth() const { return auth_; }
+  // Elastic mode, once the runtime on top has started: elastic/<round>/ready/<worker_id>.
+  Status mark_elastic_ready(const std::string& worker_id);
+  // "rank 2 on host worker-1": what errors call a global rank (the hosts as ranks published them).
+  std::string rank_name(int global_rank) const;
 
  private:
   TcpTransportProvider() = default;
@@ -42,12 +49,17 @@ class TcpTransportProvider final : public TransportProvider {
   // count) when the connection breaks before the deadline, as it does when this rank reached
   // the store of rank 0's previous runtime just before it closed.
   Status rendezvous(const Endpoint& store, const std::string& host_id, Deadline deadline);
-  Status learn_topology(const std::string& host_id, Deadline deadline);
+  // Elastic: joins the driver's round (waiting for it up to the elastic timeout), then meets the
+  // round's other workers under "r<round>/" within the start timeout.
+  Status elastic_rendezvous(const Endpoint& store, const TcpWorldConfig& world, const std::string& host_id);
+  Status learn_topology(const std::string& host_id, const std::string& hostname, Deadline deadline);
 
   std::unique_ptr<StoreServer> server_;  // rank 0 only
   std::unique_ptr<StoreClient> store_;
-  std::string key_prefix_;  // "start<n>/"
+  std::string key_prefix_;  // "start<n>/", or "r<round>/" in elastic mode
   WorldInfo info_;
+  std::string hostname_;                // this rank's, as published
+  std::vector<std::string> hostnames_;  // per global rank, for errors
   std::string iface_;
   MeshAuth auth_;
   double timeout_seconds_ = 30;
