@@ -79,7 +79,7 @@ TEST(Builders, HostfileFormats) {
             "pi-worker-0.pi.default.svc.c.local slots=1\n");
 }
 
-TEST(Builders, DiscoverHostsListsRunningWorkersSortedByName) {
+TEST(Builders, DiscoverHostsListsRunningWorkersSortedByNameWithSlots) {
   kube::Object obj = pi_job(2);
   obj["metadata"]["name"] = "test-job";
   MPIJob job(obj);
@@ -88,8 +88,8 @@ TEST(Builders, DiscoverHostsListsRunningWorkersSortedByName) {
                                     testing::worker("test-job", 2, "Pending"),
                                     testing::worker("test-job", 0, "Running")};
   EXPECT_EQ(discover_hosts(job, pods, {}),
-            "#!/bin/sh\necho test-job-worker-0.test-job.default.svc\n"
-            "echo test-job-worker-1.test-job.default.svc\n");
+            "#!/bin/sh\necho test-job-worker-0.test-job.default.svc:1\n"
+            "echo test-job-worker-1.test-job.default.svc:1\n");
 }
 
 TEST(Builders, WorkerWithoutCommandRunsSshd) {

@@ -1,8 +1,7 @@
 // The job's Service, ConfigMap (hostfile, discover_hosts.sh) and SSH Secret (with korovod's job
 // secret as a third key: one object holds all of the job's key material).
-#include <algorithm>
-
 #include "mpijob/builders.h"
+#include "mpijob/membership.h"
 
 namespace mpijob {
 namespace {
@@ -42,18 +41,18 @@ std::string hostfile(const MPIJob& job, const BuildOptions& opts) {
   return out;
 }
 
+// Horovod's discovery format, "host:slots" (the slots of the MPIJob win over the driver's
+// default): mpi-operator writes the host alone.
 std::string discover_hosts(const MPIJob& job, const std::vector<kube::Object>& worker_pods,
                            const BuildOptions& opts) {
+  const std::string slots = ":" + std::to_string(job.slots()) + "\n";
   std::string out = "#!/bin/sh\n";
-  if (job.run_launcher_as_worker()) out += "echo " + host_fqdn(job, launcher_name(job), opts) + "\n";
-  std::vector<std::string> running;
-  for (const auto& pod : worker_pods) {
-    if (member<std::string>(child(pod, "status"), "phase").value_or("") == "Running") {
-      running.push_back(object_name(pod));
-    }
+  if (job.run_launcher_as_worker()) {
+    out += "echo " + host_fqdn(job, launcher_name(job), opts) + slots;
   }
-  std::sort(running.begin(), running.end());
-  for (const auto& name : running) out += "echo " + host_fqdn(job, name, opts) + "\n";
+  for (const auto& name : listed_workers(job, worker_pods)) {
+    out += "echo " + host_fqdn(job, name, opts) + slots;
+  }
   return out;
 }
 

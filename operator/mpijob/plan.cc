@@ -32,7 +32,7 @@ void expire_after_ttl(Plan& p, const MPIJob& job, const JobStatus& s,
   const auto expiry = kube::parse_time(*s.completion_time) + std::chrono::seconds(*ttl);
   if (now >= expiry) {
     p.actions.push_back({Action::Verb::Delete, kMPIJobs,
-                         {{"metadata", {{"name", job.name()}, {"uid", job.uid()}}}}, "mpijob"});
+                         {{"metadata", {{"name", job.name()}, {"uid", job.uid()}}}}, "mpijob", std::nullopt});
   } else {
     p.requeue_after = std::chrono::ceil<std::chrono::seconds>(expiry - now);
   }
@@ -45,6 +45,7 @@ void plan_finished(PlanContext& c, std::chrono::system_clock::time_point now) {
     detail::clean_up_workers(c);
     c.update.status.replica_statuses[to_string(ReplicaType::Worker)] = ReplicaStatus{};
   }
+  c.update.status.ready_workers = 0;  // none trains any more
   expire_after_ttl(c.plan, c.job, c.update.status, now);
 }
 

@@ -42,6 +42,9 @@ struct Action {
   // write of the same object in one plan takes the resourceVersion that write returned.
   kube::Object object;
   std::string what;     // "worker pod", "launcher job", ... for logs and failure events
+  // Recorded once the write succeeded (a change the event reports must have happened: a
+  // conflict retried by the next sync reports it then, once).
+  std::optional<Event> event_on_success;
 };
 
 struct Plan {

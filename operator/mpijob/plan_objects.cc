@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "kube/client.h"
+#include "mpijob/membership.h"
 #include "mpijob/plan_steps.h"
 
 namespace mpijob::detail {
@@ -47,7 +48,7 @@ bool PlanContext::check_ours(const kube::Object& obj, const std::string& kind) {
 
 void PlanContext::add(Action::Verb verb, const kube::Resource& r, kube::Object obj,
                       const std::string& what) {
-  plan.actions.push_back({verb, r, std::move(obj), what});
+  plan.actions.push_back({verb, r, std::move(obj), what, std::nullopt});
 }
 
 std::vector<kube::Object> controlled_workers(const PlanContext& c) {
@@ -92,10 +93,16 @@ bool ensure_config_map(PlanContext& c) {
     return true;
   }
   if (!c.check_ours(*c.observed.config_map, "ConfigMap")) return false;
-  if (child(*c.observed.config_map, "data") != want["data"]) {
+  const auto& have = child(*c.observed.config_map, "data");
+  if (have != want["data"]) {
     kube::Object updated = *c.observed.config_map;
     updated["data"] = want["data"];
     c.add(Action::Verb::Update, kube::resources::kConfigMaps, updated, "config map");
+    if (is_elastic(c.job)) {
+      c.plan.actions.back().event_on_success = membership_event(
+          workers_in_script(member<std::string>(have, kDiscoverHostsName).value_or("")),
+          workers_in_script(want["data"][kDiscoverHostsName].get<std::string>()));
+    }
   }
   return true;
 }

@@ -6,15 +6,13 @@
 #include <mutex>
 #include <thread>
 
+#include "mpijob/membership.h"
+
 namespace mpijob {
 namespace {
 
 const kube::Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass",
                                       false};
-
-std::string worker_selector(const std::string& job) {
-  return std::string(kLabelJobName) + "=" + job + "," + kLabelJobRole + "=worker";
-}
 
 // Runs fn(i) for i in [0, n) on up to `threads` threads; rethrows the first failure.
 void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn) {
@@ -87,7 +85,7 @@ Observed Reconciler::observe(const kube::Object& job_obj) {
   if (o.launcher_job && is_controlled_by(*o.launcher_job, job.uid())) {
     o.launcher_pods = cache_.controlled_by(kube::resources::kPods, ns, object_uid(*o.launcher_job));
   }
-  o.worker_pods = cache_.list(kube::resources::kPods, ns, worker_selector(name));
+  o.worker_pods = cache_.list(kube::resources::kPods, ns, worker_label_selector(name));
   for (int32_t i = 0; i < job.replicas(ReplicaType::Worker); ++i) {
     const std::string pod = worker_name(job, i);
     bool seen = false;
@@ -135,6 +133,7 @@ void Reconciler::apply(const kube::Object& job, const Plan& plan) {
           current.object["metadata"]["resourceVersion"] = it->second;
         }
         kube::Object result = apply_action(client_, ns, current);
+        if (a.event_on_success) recorder_.event(job, *a.event_on_success);
         if (end - i == 1) {  // only sequential actions chain resourceVersions
           auto rv = member<std::string>(child(result, "metadata"), "resourceVersion");
           if (rv) written_rv[key] = *rv;

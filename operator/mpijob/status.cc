@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kube/clock.h"
+#include "mpijob/membership.h"
 
 namespace mpijob {
 namespace {
@@ -172,6 +173,8 @@ void prune_restarted(JobStatus& s, const std::vector<kube::Object>& workers) {
 void update_from_workers(StatusUpdate& u, const MPIJob& job, const std::vector<kube::Object>& workers,
                          const std::string& now) {
   auto& rs = u.status.replica_statuses[to_string(ReplicaType::Worker)];
+  rs.selector = worker_label_selector(job.name());
+  u.status.ready_workers = static_cast<int32_t>(listed_workers(job, workers).size());
   int evicted = 0;
   std::vector<const kube::Object*> failed;
   for (const auto& p : workers) {

@@ -90,7 +90,8 @@ ReplicaStatus replica_status_from_json(const kube::Object& j) {
   r.active = member<int32_t>(j, "active").value_or(0);
   r.succeeded = member<int32_t>(j, "succeeded").value_or(0);
   r.failed = member<int32_t>(j, "failed").value_or(0);
-  for (const char* k : {"active", "succeeded", "failed"}) r.extra.erase(k);
+  r.selector = member<std::string>(j, "selector").value_or("");
+  for (const char* k : {"active", "succeeded", "failed", "selector"}) r.extra.erase(k);
   return r;
 }
 
@@ -100,12 +101,13 @@ kube::Object replica_status_to_json(const ReplicaStatus& r) {
   if (r.active != 0) j["active"] = r.active;
   if (r.succeeded != 0) j["succeeded"] = r.succeeded;
   if (r.failed != 0) j["failed"] = r.failed;
+  if (!r.selector.empty()) j["selector"] = r.selector;
   return j;
 }
 
 constexpr const char* kKnownStatusKeys[] = {
     "conditions", "replicaStatuses",  "startTime",        "completionTime",
-    "lastReconcileTime", "restartCount", "restartedPodUIDs"};
+    "lastReconcileTime", "restartCount", "restartedPodUIDs", "readyWorkers"};
 
 }  // namespace
 
@@ -122,6 +124,7 @@ JobStatus status_from_json(const kube::Object& j) {
   s.restart_count = member<int32_t>(j, "restartCount").value_or(0);
   s.restarted_pod_uids =
       member<std::vector<std::string>>(j, "restartedPodUIDs").value_or(std::vector<std::string>{});
+  s.ready_workers = member<int32_t>(j, "readyWorkers").value_or(0);
   s.extra = j;
   for (const char* k : kKnownStatusKeys) s.extra.erase(k);
   return s;
@@ -142,6 +145,7 @@ kube::Object status_to_json(const JobStatus& s) {
   if (s.last_reconcile_time) j["lastReconcileTime"] = *s.last_reconcile_time;
   if (s.restart_count != 0) j["restartCount"] = s.restart_count;
   if (!s.restarted_pod_uids.empty()) j["restartedPodUIDs"] = s.restarted_pod_uids;
+  if (s.ready_workers != 0) j["readyWorkers"] = s.ready_workers;
   return j;
 }
 

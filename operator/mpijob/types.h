@@ -61,7 +61,10 @@ struct Condition {
 
 struct ReplicaStatus {
   int32_t active = 0, succeeded = 0, failed = 0;
-  kube::Object extra = kube::Object::object();  // selector, labelSelector: kept, never set
+  // The pods' label selector in string form (set for Worker: the scale subresource's
+  // labelSelectorPath, as Kubeflow's training-operator declares it).
+  std::string selector;
+  kube::Object extra = kube::Object::object();  // labelSelector: kept, never set
   bool operator==(const ReplicaStatus&) const = default;
 };
 
@@ -74,6 +77,9 @@ struct JobStatus {
   // sees the same failed pod again (e.g. after an operator restart) does not count it twice.
   int32_t restart_count = 0;
   std::vector<std::string> restarted_pod_uids;
+  // korovod: the workers discover_hosts.sh lists (Running, Ready): an elastic job's training
+  // workers. 0 once the job finished.
+  int32_t ready_workers = 0;
   kube::Object extra = kube::Object::object();  // unknown status fields, kept as they were
 
   bool operator==(const JobStatus&) const = default;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "mpijob/membership.h"
+
 namespace mpijob {
 namespace {
 
@@ -126,6 +128,14 @@ void validate_spec(Errors& errs, const MPIJob& job) {
                {"AtStartup", "WaitForWorkersReady"}, "");
 }
 
+void validate_annotations(Errors& errs, const MPIJob& job) {
+  const std::string elastic = job.annotation(kAnnotationElastic);
+  if (!elastic.empty() && elastic != "true" && elastic != "false") {
+    errs.push_back(not_supported(std::string("metadata.annotations[") + kAnnotationElastic + "]",
+                                 elastic, {"true", "false"}));
+  }
+}
+
 }  // namespace
 
 std::string FieldError::to_string() const {
@@ -152,6 +162,7 @@ std::vector<FieldError> validate(const MPIJob& job) {
   try {
     validate_name(errs, job);
     validate_spec(errs, job);
+    validate_annotations(errs, job);
   } catch (const kube::Object::exception& e) {
     // A field of the wrong JSON type (only possible without the CRD's schema).
     errs.push_back(invalid("spec", "<malformed>", e.what()));

@@ -227,7 +227,7 @@ TEST_F(Lifecycle, ScaleUpAndDownUpdatesDiscoverHosts) {
   set_all_workers(c(), ns(), "el", "Running");
   auto hosts = [&](std::initializer_list<int> idx) {
     std::string s = "#!/bin/sh\n";
-    for (int i : idx) s += "echo el-worker-" + std::to_string(i) + ".el." + ns() + ".svc\n";
+    for (int i : idx) s += "echo el-worker-" + std::to_string(i) + ".el." + ns() + ".svc:1\n";
     return s;
   };
   ASSERT_TRUE(wait_for([&] { return cm_data(c(), ns(), "el", "discover_hosts.sh") == hosts({0, 1}); }));
