@@ -24,8 +24,8 @@ std::string env(const char* name) {
 }
 
 int64_t counter(StoreClient& store, const std::string& key) {
-  korovod::Result<int64_t> v = store.add(key, 0);
-  return v.is_ok() ? *v : -1;
+  korovod::Result<std::optional<std::string>> v = store.try_get(key);
+  return v.is_ok() && v->has_value() ? std::stoll(**v) : 0;
 }
 
 }  // namespace

@@ -33,6 +33,11 @@ class FakeWorld : public ElasticWorld {
     if (delta != 0) writes.push_back(key);
     return v;
   }
+  Result<std::optional<std::string>> read_key(const std::string& key) override {
+    auto it = store.find(key);
+    if (it == store.end()) return std::optional<std::string>();
+    return std::optional<std::string>(it->second);
+  }
   Status start_worker(const WorkerSlot& w) override {
     started.push_back(w.id());
     return Status::ok();

@@ -69,9 +69,8 @@ void ElasticDriver::poll_ready(Clock::time_point now) {
   next_ready_poll_ = now + options_.ready_poll_interval;
   for (const RoundMember& m : members_) {
     if (ready_.count(m.worker) != 0) continue;
-    // add(0) reads the decimal value without waiting (absent = 0); the worker sets "1".
-    Result<int64_t> value = world_.add_to_key(fmt::format("elastic/{}/ready/{}", round_, m.worker.id()), 0);
-    if (!value.is_ok() || *value < 1) continue;
+    Result<std::optional<std::string>> value = world_.read_key(fmt::format("elastic/{}/ready/{}", round_, m.worker.id()));
+    if (!value.is_ok() || !value->has_value()) continue;
     ready_.insert(m.worker);
     blacklist_.record_ready(m.worker);
     auto w = alive_.find(m.worker);

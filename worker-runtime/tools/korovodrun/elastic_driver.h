@@ -51,6 +51,8 @@ class ElasticWorld {
   virtual Result<std::vector<HostSlots>> discover() = 0;
   virtual Status set_key(const std::string& key, const std::string& value) = 0;
   virtual Result<int64_t> add_to_key(const std::string& key, int64_t delta) = 0;
+  // The value now, nullopt when the key does not exist (no waiting, no key created).
+  virtual Result<std::optional<std::string>> read_key(const std::string& key) = 0;
   // Starts the worker's process (its round is already published). Its exit comes back
   // through ElasticDriver::on_worker_exit.
   virtual Status start_worker(const WorkerSlot& worker) = 0;

@@ -66,6 +66,7 @@ class LiveWorld : public ElasticWorld {
   Result<std::vector<HostSlots>> discover() override { return discovery_.discover(); }
   Status set_key(const std::string& key, const std::string& value) override { return store_.set(key, value); }
   Result<int64_t> add_to_key(const std::string& key, int64_t delta) override { return store_.add(key, delta); }
+  Result<std::optional<std::string>> read_key(const std::string& key) override { return store_.try_get(key); }
   void stop_worker(const WorkerSlot& w) override { pool_.stop(w); }
   void say(const std::string& line) override { launcher::say(sink_, line); }
 
