@@ -124,7 +124,7 @@ int run_kubelet(kube::Client& client, kube::Clock& clock, const KubeletOptions& 
   ro.defaults.python_path = build_tree_python_path(o.bin_dir);
   ro.defaults.extra_env = local_pod_env(o.work_dir, geteuid() == 0);
   ro.adjust = [&](const kube::Object& pod, const kube::Object&, LaunchSpec& launch) {
-    wire_for_rsh_agent(pod, launch, o.bin_dir);
+    wire_for_rsh_agent(pod, launch, o.bin_dir, o.work_dir / "rsh-as-ssh");
   };
   std::mutex out_mu;
   ro.log = [&](const std::string& pod, const std::string&, const std::string& line) {

@@ -166,7 +166,7 @@ int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
     mpijob::apply_defaults(job);
     const std::string ssh_path = job.ssh_auth_mount_path();
     if (!o.ssh) {
-      wire_for_rsh_agent(pod, launch, o.bin_dir);
+      wire_for_rsh_agent(pod, launch, o.bin_dir, work / "rsh-as-ssh");
     } else if (role == "worker" && is_default_sshd(launch)) {
       ssh.adjust_worker(pod_name, mpijob::host_fqdn(job, pod_name, {}), ssh_path,
                         work / "pods" / ns / pod_name, launch);

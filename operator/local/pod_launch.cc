@@ -66,7 +66,24 @@ bool is_default_sshd(const LaunchSpec& l) {
   return l.command == std::vector<std::string>{"/usr/sbin/sshd", "-De"};
 }
 
-void wire_for_rsh_agent(const kube::Object& pod, LaunchSpec& launch, const fs::path& bin_dir) {
+namespace {
+
+// <shim_dir>/ssh -> <bin_dir>/korovod-rsh, made once (pods of one run share it).
+void install_ssh_shim(const fs::path& bin_dir, const fs::path& shim_dir) {
+  const fs::path link = shim_dir / "ssh", target = bin_dir / "korovod-rsh";
+  std::error_code ec;
+  if (fs::read_symlink(link, ec) == target) return;
+  fs::create_directories(shim_dir);
+  const fs::path tmp = shim_dir / ".ssh.korovod-tmp";
+  fs::remove(tmp, ec);
+  fs::create_symlink(target, tmp);
+  fs::rename(tmp, link);
+}
+
+}  // namespace
+
+void wire_for_rsh_agent(const kube::Object& pod, LaunchSpec& launch, const fs::path& bin_dir,
+                        const fs::path& shim_dir) {
   set_env(launch.env, "KOROVOD_POD_NAMESPACE", kube::namespace_of(pod));
   const std::string role = job_role(pod);
   if (role == "worker" && is_default_sshd(launch)) {
@@ -75,6 +92,9 @@ void wire_for_rsh_agent(const kube::Object& pod, LaunchSpec& launch, const fs::p
                       "exec sleep infinity"};
   } else if (role == "launcher") {
     set_env(launch.env, "OMPI_MCA_plm_rsh_agent", (bin_dir / "korovod-rsh").string());
+    install_ssh_shim(bin_dir, shim_dir);
+    const std::string path = get_env(launch.env, "PATH").value_or("");
+    set_env(launch.env, "PATH", shim_dir.string() + (path.empty() ? "" : ":" + path));
   }
 }
 

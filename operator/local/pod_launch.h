@@ -39,10 +39,14 @@ EnvList local_pod_env(const std::filesystem::path& work_dir, bool as_root);
 
 // The MPIJob wiring of the default (rsh agent) path: a worker whose command is the operator's
 // default `/usr/sbin/sshd -De` just stays up (mpirun reaches it through the agent), and the
-// launcher's mpirun gets OMPI_MCA_plm_rsh_agent=<bin_dir>/korovod-rsh.
-// Pods are recognized by the training.kubeflow.org/job-role label.
+// launcher's mpirun gets OMPI_MCA_plm_rsh_agent=<bin_dir>/korovod-rsh. The launcher's PATH also
+// starts with <shim_dir>, where `ssh` is a link to korovod-rsh: korovodrun (and anything else
+// that runs `ssh HOST COMMAND`, as korovodrun's elastic driver does for every discovered host)
+// reaches the worker pods the same way. Pods are recognized by the
+// training.kubeflow.org/job-role label.
 void wire_for_rsh_agent(const kube::Object& pod, LaunchSpec& launch,
-                        const std::filesystem::path& bin_dir);
+                        const std::filesystem::path& bin_dir,
+                        const std::filesystem::path& shim_dir);
 bool is_default_sshd(const LaunchSpec& launch);
 std::string job_role(const kube::Object& pod);
 

@@ -60,5 +60,29 @@ TEST_F(BuildTreeTest, NothingWhenThereIsNoKorovodPackage) {
   EXPECT_TRUE(build_tree_python_path(root / "bin").empty());
 }
 
+TEST_F(BuildTreeTest, LauncherGetsTheRshAgentAsMpirunsAgentAndAsSsh) {
+  auto pod = kube::Object::parse(R"({"metadata": {"name": "el-launcher", "namespace": "ns",
+      "labels": {"training.kubeflow.org/job-role": "launcher"}}, "spec": {}})");
+  LaunchDefaults d;
+  d.host_path_env = "/usr/bin";
+  LaunchSpec launch = container_launch(pod, kube::Object::parse(R"({"name": "l", "args": ["true"]})"),
+                                       {}, {}, "/tmp/pod", d);
+  wire_for_rsh_agent(pod, launch, root / "bin", root / "shim");
+  EXPECT_EQ(get_env(launch.env, "OMPI_MCA_plm_rsh_agent"), (root / "bin" / "korovod-rsh").string());
+  EXPECT_EQ(get_env(launch.env, "PATH"), (root / "shim").string() + ":/usr/bin");
+  EXPECT_EQ(fs::read_symlink(root / "shim" / "ssh"), root / "bin" / "korovod-rsh");
+  // A second launcher (a restart) finds the link there.
+  LaunchSpec again = container_launch(pod, kube::Object::parse(R"({"name": "l", "args": ["true"]})"),
+                                      {}, {}, "/tmp/pod", d);
+  EXPECT_NO_THROW(wire_for_rsh_agent(pod, again, root / "bin", root / "shim"));
+
+  auto worker = kube::Object::parse(R"({"metadata": {"name": "el-worker-0", "namespace": "ns",
+      "labels": {"training.kubeflow.org/job-role": "worker"}}, "spec": {}})");
+  LaunchSpec w = container_launch(worker, kube::Object::parse(R"({"name": "w", "args": ["true"]})"),
+                                  {}, {}, "/tmp/pod", d);
+  wire_for_rsh_agent(worker, w, root / "bin", root / "shim");
+  EXPECT_EQ(get_env(w.env, "PATH"), "/usr/bin") << "only the launcher's ssh is the agent";
+}
+
 }  // namespace
 }  // namespace local

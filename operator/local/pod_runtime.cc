@@ -5,6 +5,7 @@
 #include <set>
 
 #include "kube/object_meta.h"
+#include "local/rsh_agent.h"
 
 namespace local {
 namespace fs = std::filesystem;
@@ -76,9 +77,20 @@ void PodRuntime::sync_once() {
   auto list = client_.list(kube::resources::kPods, "", {});
   std::set<std::string> seen;
   for (const auto& obj : list.items) {
+    if (serves(obj)) seen.insert(kube::uid_of(obj));
+  }
+  // Pods gone from the API stop first: a replacement of the same name reuses their directory.
+  for (auto it = pods_.begin(); it != pods_.end();) {
+    if (seen.count(it->first)) {
+      ++it;
+      continue;
+    }
+    stop_pod(it->second);
+    it = pods_.erase(it);
+  }
+  for (const auto& obj : list.items) {
     if (!serves(obj)) continue;
     const std::string uid = kube::uid_of(obj);
-    seen.insert(uid);
     auto it = pods_.find(uid);
     if (it == pods_.end()) {
       if (kube::has_deletion_timestamp(obj)) continue;
@@ -95,15 +107,17 @@ void PodRuntime::sync_once() {
     }
     step_containers(it->second);
     report(it->second);
+    refresh_pod_volumes(it->second);
   }
-  for (auto it = pods_.begin(); it != pods_.end();) {
-    if (seen.count(it->first)) {
-      ++it;
-      continue;
-    }
-    stop_pod(it->second);  // deleted from the API
-    it = pods_.erase(it);
-  }
+}
+
+void PodRuntime::refresh_pod_volumes(Pod& pod) {
+  if (!pod.run.failure_reason.empty()) return;
+  const auto now = clock_.steady_now();
+  if (now < pod.next_volume_refresh) return;
+  pod.next_volume_refresh = now + options_.volume_refresh;
+  const std::string ns = kube::namespace_of(pod.object);
+  refresh_volumes(pod.object, client_env_sources(client_, ns), pod_dir(ns, kube::name_of(pod.object)));
 }
 
 void PodRuntime::start_pod(const kube::Object& obj) {
@@ -227,6 +241,14 @@ void PodRuntime::finish_deleted_pod(Pod& pod) {
 void PodRuntime::stop_pod(Pod& pod) {
   int64_t grace_s = field(pod.object, "spec").value("terminationGracePeriodSeconds", int64_t(30));
   auto grace = std::min<std::chrono::milliseconds>(std::chrono::seconds(grace_s), options_.max_grace);
+  const std::string ns = kube::namespace_of(pod.object), name = kube::name_of(pod.object);
+  if (!name.empty()) {
+    // No korovod-rsh gets into a stopped pod (it waits for a replacement's context instead, as
+    // ssh retries a host whose sshd is gone); then what it started there stops.
+    std::error_code ec;
+    fs::remove(pod_dir(ns, name) / "context.json", ec);
+    stop_rsh_processes(pod_dir(ns, name), grace);
+  }
   for (auto& c : pod.containers) {
     if (!c.process) continue;
     c.state.exit_code = c.process->stop(grace);

@@ -4,7 +4,9 @@
 // (sandbox.h), restarts containers as restartPolicy says (the kubelet's back-off: 10 s doubling
 // to 5 min; restart_backoff),
 // reports phase, container states, exit codes, restartCount and conditions with update_status,
-// and stops a pod's process groups (SIGTERM, grace, SIGKILL) when the pod is deleted.
+// keeps configMap / secret volumes of running pods up to date (volume_refresh), and stops a
+// pod's process groups — and what korovod-rsh started in the pod (rsh_registry.h) — (SIGTERM,
+// grace, SIGKILL) when the pod is deleted.
 // Init containers are not run (documented in README.md).
 #pragma once
 
@@ -30,6 +32,10 @@ struct RuntimeOptions {
   LaunchDefaults defaults;
   std::chrono::milliseconds poll_interval{100};
   std::chrono::milliseconds max_grace{5000};  // cap on terminationGracePeriodSeconds
+  // How often a running pod's configMap / secret / projected volumes are rewritten from their
+  // sources (the kubelet's sync period is about a minute; local mode is prompt so that
+  // discover_hosts.sh follows the operator within a second or two).
+  std::chrono::milliseconds volume_refresh{1000};
   // Wait before a failed container's restart n (0-based): base * 2^n, at most max (the kubelet's
   // 10 s and 300 s; tests shorten them).
   std::chrono::milliseconds restart_backoff{10'000};
@@ -67,6 +73,7 @@ class PodRuntime {
     std::vector<Container> containers;
     PodRunState run;
     kube::Object reported;  // last status written
+    std::chrono::steady_clock::time_point next_volume_refresh{};
   };
 
   void loop();
@@ -78,6 +85,7 @@ class PodRuntime {
   void stop_pod(Pod& pod);
   void finish_deleted_pod(Pod& pod);
   void report(Pod& pod);
+  void refresh_pod_volumes(Pod& pod);
 
   kube::Client& client_;
   kube::Clock& clock_;

@@ -1,12 +1,15 @@
 #include "local/pod_runtime.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include <fstream>
 #include <thread>
 
 #include "kube/memory_client.h"
 #include "local/job_controller.h"
+#include "local/rsh_agent.h"
 
 namespace local {
 namespace {
@@ -23,6 +26,7 @@ class PodRuntimeTest : public ::testing::Test {
     o.defaults.host_path_env = "/usr/bin:/bin";
     o.poll_interval = std::chrono::milliseconds(20);
     o.restart_backoff = std::chrono::milliseconds(50);  // the kubelet's 10 s would slow the tests
+    o.volume_refresh = std::chrono::milliseconds(50);
     o.log = [this](const std::string& pod, const std::string&, const std::string& line) {
       std::lock_guard<std::mutex> lock(mu);
       lines.push_back(pod + ": " + line);
@@ -104,6 +108,58 @@ TEST_F(PodRuntimeTest, DeletingAPodKillsItsProcessGroup) {
     }
   }
   EXPECT_TRUE(gone) << "pid " << child << " survived its pod";
+}
+
+TEST_F(PodRuntimeTest, RunningPodSeesItsConfigMapChange) {
+  client.create(kube::resources::kConfigMaps, "default",
+                {{"metadata", {{"name", "cfg"}}}, {"data", {{"discover_hosts.sh", "#!/bin/sh\n"}}}});
+  kube::Object pod = {{"metadata", {{"name", "l"}}},
+                      {"spec", {{"restartPolicy", "Never"},
+                                {"volumes", {{{"name", "v"}, {"configMap", {{"name", "cfg"}}}}}},
+                                {"containers", {{{"name", "c"}, {"command", {"sleep", "300"}}}}}}}};
+  client.create(kube::resources::kPods, "default", pod);
+  runtime->start();
+  wait_for("l", [](const kube::Object& p) { return phase(p) == "Running"; });
+  kube::Object cm = client.get(kube::resources::kConfigMaps, "default", "cfg");
+  cm["data"]["discover_hosts.sh"] = "#!/bin/sh\necho l-worker-0.l.default.svc:1\n";
+  client.update(kube::resources::kConfigMaps, "default", cm);
+  const fs::path file = runtime->pod_dir("default", "l") / "volumes" / "v" / "discover_hosts.sh";
+  std::string content;
+  for (int i = 0; i < 250; ++i) {
+    std::ifstream in(file);
+    content.assign(std::istreambuf_iterator<char>(in), {});
+    if (content.find("l-worker-0") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(content, "#!/bin/sh\necho l-worker-0.l.default.svc:1\n");
+}
+
+TEST_F(PodRuntimeTest, DeletingAPodStopsWhatTheRshAgentStartedInIt) {
+  runtime->start();
+  create_pod("w", "sleep 300", "Always");
+  wait_for("w", [](const kube::Object& p) { return phase(p) == "Running"; });
+  // What korovod-rsh starts "in" the pod: not the pod's child, marked with the pod's directory.
+  const std::string marker = std::string(kRshPodEnv) + "=" + runtime->pod_dir("default", "w").string();
+  const pid_t rank = fork();
+  if (rank == 0) {
+    char* env[] = {const_cast<char*>(marker.c_str()), nullptr};
+    char* argv[] = {const_cast<char*>("sleep"), const_cast<char*>("300"), nullptr};
+    execve("/bin/sleep", argv, env);
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(fs::exists(runtime->pod_dir("default", "w") / "context.json"));
+  client.remove(kube::resources::kPods, "default", "w", {});
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 300 && done == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    done = waitpid(rank, &status, WNOHANG);
+  }
+  if (done == 0) kill(rank, SIGKILL), waitpid(rank, &status, 0);
+  EXPECT_EQ(done, rank) << "the rank started through the agent survived its pod";
+  EXPECT_FALSE(fs::exists(runtime->pod_dir("default", "w") / "context.json"))
+      << "korovod-rsh could still start commands in the deleted pod";
 }
 
 TEST(RestartBackoff, DoublesFromTheBaseUpToTheCap) {

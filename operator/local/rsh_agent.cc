@@ -1,6 +1,11 @@
 #include "local/rsh_agent.h"
 
+#include <signal.h>
+
+#include <fstream>
+#include <iterator>
 #include <set>
+#include <thread>
 #include <stdexcept>
 
 #include "local/pod_launch.h"
@@ -42,7 +47,56 @@ std::pair<std::string, std::string> pod_of_host(const std::string& host,
 Exec rsh_exec(const RshRequest& request, const std::filesystem::path& pod_dir) {
   PodContext ctx = read_pod_context(pod_dir);
   ctx.spec.command = {"/bin/sh", "-c", request.command};
+  set_env(ctx.spec.env, kRshPodEnv, pod_dir.string());
   return sandboxed(ctx.spec, ctx.isolation, ctx.bwrap_path);
+}
+
+namespace {
+
+// True for a process that has exited but is not reaped yet (state Z or X in /proc/<pid>/stat).
+bool is_zombie(const std::filesystem::path& proc_pid) {
+  std::ifstream in(proc_pid / "stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return true;  // gone meanwhile
+  const char state = stat[paren + 2];
+  return state == 'Z' || state == 'X';
+}
+
+bool environ_has(const std::filesystem::path& proc_pid, const std::string& entry) {
+  std::ifstream in(proc_pid / "environ", std::ios::binary);
+  std::string var;
+  while (std::getline(in, var, '\0')) {
+    if (var == entry) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<pid_t> rsh_processes(const std::filesystem::path& pod_dir,
+                                 const std::filesystem::path& proc) {
+  const std::string entry = std::string(kRshPodEnv) + "=" + pod_dir.string();
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(proc, ec)) {
+    const std::string name = e.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (environ_has(e.path(), entry) && !is_zombie(e.path())) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+int stop_rsh_processes(const std::filesystem::path& pod_dir, std::chrono::milliseconds grace) {
+  const std::vector<pid_t> found = rsh_processes(pod_dir);
+  if (found.empty()) return 0;
+  for (pid_t p : found) kill(p, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (!rsh_processes(pod_dir).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (pid_t p : rsh_processes(pod_dir)) kill(p, SIGKILL);
+  return static_cast<int>(found.size());
 }
 
 }  // namespace local

@@ -7,6 +7,9 @@
 // retries a connection (ConnectionAttempts).
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -28,7 +31,21 @@ RshRequest parse_rsh_args(const std::vector<std::string>& args);
 std::pair<std::string, std::string> pod_of_host(const std::string& host,
                                                 const std::string& default_ns);
 
+// Every process the agent starts carries KOROVOD_RSH_POD=<pod dir> in its environment (and so
+// do their children): the pod runtime finds them by it when the pod stops, because they are not
+// the pod's own processes (they descend from the launcher's mpirun or korovodrun), yet on a node
+// they would die with the worker pod's sshd session.
+inline constexpr const char* kRshPodEnv = "KOROVOD_RSH_POD";
+
 // What to exec to run the request inside the pod whose directory is pod_dir.
 Exec rsh_exec(const RshRequest& request, const std::filesystem::path& pod_dir);
+
+// Live processes (not zombies) under `proc` whose environment has KOROVOD_RSH_POD=pod_dir.
+std::vector<pid_t> rsh_processes(const std::filesystem::path& pod_dir,
+                                 const std::filesystem::path& proc = "/proc");
+
+// SIGTERM to each of them, SIGKILL to those still alive after `grace`. Returns how many were
+// found.
+int stop_rsh_processes(const std::filesystem::path& pod_dir, std::chrono::milliseconds grace);
 
 }  // namespace local

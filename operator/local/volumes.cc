@@ -3,20 +3,34 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <stdexcept>
 
 namespace local {
 namespace fs = std::filesystem;
 namespace {
 
+std::optional<std::string> read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Unchanged content is left alone; new content replaces the file by rename, so a reader (a
+// discovery script run every second while the operator rewrites it) sees the old or the new
+// file, never a half-written one, as the kubelet's atomic writer guarantees.
 void write_file(const fs::path& path, const std::string& content, int mode) {
+  if (read_file(path) == content) return;
   fs::create_directories(path.parent_path());
+  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".korovod-tmp");
   {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + path.string());
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
     out << content;
   }
-  fs::permissions(path, fs::perms(mode & 07777), fs::perm_options::replace);
+  fs::permissions(tmp, fs::perms(mode & 07777), fs::perm_options::replace);
+  fs::rename(tmp, path);
 }
 
 // A projected ConfigMap or Secret: every key, or only the listed items.
@@ -110,6 +124,26 @@ std::vector<std::pair<std::string, fs::path>> materialize_volumes(const kube::Ob
     out.emplace_back(name, dir);
   }
   return out;
+}
+
+void refresh_volumes(const kube::Object& pod, const EnvSources& sources, const fs::path& pod_dir) {
+  for (const auto& vol : field(field(pod, "spec"), "volumes")) {
+    const fs::path dir = pod_dir / "volumes" / vol.value("name", "");
+    try {
+      if (vol.contains("configMap")) {
+        const std::string cm = vol["configMap"].value("name", "");
+        project(vol["configMap"], sources.config_map_data(cm), dir, "configmap \"" + cm + "\"");
+      } else if (vol.contains("secret")) {
+        const std::string s = vol["secret"].value("secretName", "");
+        project(vol["secret"], sources.secret_data(s), dir, "secret \"" + s + "\"");
+      } else if (vol.contains("projected")) {
+        project_sources(pod, vol["projected"], sources, dir);
+      }
+    } catch (const std::runtime_error&) {
+      // Gone or lost a key (the job finished and its ConfigMap went): keep what is there, as
+      // the kubelet keeps a volume's last content.
+    }
+  }
 }
 
 std::vector<Mount> container_mounts(const kube::Object& container,

@@ -25,6 +25,12 @@ struct Mount {
 std::vector<std::pair<std::string, std::filesystem::path>> materialize_volumes(
     const kube::Object& pod, const EnvSources& sources, const std::filesystem::path& pod_dir);
 
+// Rewrites the pod's configMap, secret and projected volumes whose source changed (what the
+// kubelet does for a running pod; subPath mounts keep the old file, as on a node). Files are
+// replaced by rename; a source that is gone leaves the volume as it was.
+void refresh_volumes(const kube::Object& pod, const EnvSources& sources,
+                     const std::filesystem::path& pod_dir);
+
 // The container's volumeMounts (subPath supported) against materialized volumes.
 std::vector<Mount> container_mounts(
     const kube::Object& container,

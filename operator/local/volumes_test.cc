@@ -91,6 +91,41 @@ TEST_F(VolumesTest, MissingObjectFailsUnlessOptional) {
   EXPECT_NO_THROW(materialize_volumes(pod, client_env_sources(client, "default"), dir));
 }
 
+TEST_F(VolumesTest, RefreshFollowsTheConfigMapByRenameAndKeepsContentWhenItGoes) {
+  auto pod = kube::Object::parse(R"({"spec": {"volumes": [
+    {"name": "mpi-job-config", "configMap": {"name": "pi-config", "items": [
+       {"key": "discover_hosts.sh", "path": "discover_hosts.sh", "mode": 365}]}},
+    {"name": "scratch", "emptyDir": {}}]}})");
+  const auto sources = client_env_sources(client, "default");
+  materialize_volumes(pod, sources, dir);
+  const fs::path script = dir / "volumes/mpi-job-config/discover_hosts.sh";
+  std::ofstream(dir / "volumes/scratch/mine") << "kept";
+  struct stat before{};
+  stat(script.c_str(), &before);
+  refresh_volumes(pod, sources, dir);  // unchanged: the file is not rewritten
+  struct stat same{};
+  stat(script.c_str(), &same);
+  EXPECT_EQ(same.st_ino, before.st_ino);
+
+  kube::Object cm = client.get(kube::resources::kConfigMaps, "default", "pi-config");
+  cm["data"]["discover_hosts.sh"] = "#!/bin/sh\necho pi-worker-0.pi.default.svc:1\n";
+  client.update(kube::resources::kConfigMaps, "default", cm);
+  refresh_volumes(pod, sources, dir);
+  EXPECT_EQ(slurp(script), "#!/bin/sh\necho pi-worker-0.pi.default.svc:1\n");
+  EXPECT_EQ(mode_of(script), 0555);
+  struct stat after{};
+  stat(script.c_str(), &after);
+  EXPECT_NE(after.st_ino, before.st_ino) << "replaced in place, not by rename";
+  EXPECT_EQ(slurp(dir / "volumes/scratch/mine"), "kept");
+  for (const auto& e : fs::directory_iterator(dir / "volumes/mpi-job-config")) {
+    EXPECT_EQ(e.path().filename(), "discover_hosts.sh") << "a temporary file was left";
+  }
+
+  client.remove(kube::resources::kConfigMaps, "default", "pi-config", {});
+  EXPECT_NO_THROW(refresh_volumes(pod, sources, dir));
+  EXPECT_EQ(slurp(script), "#!/bin/sh\necho pi-worker-0.pi.default.svc:1\n");
+}
+
 TEST_F(VolumesTest, UnsupportedVolumeTypeThrows) {
   auto pod = kube::Object::parse(
       R"({"spec": {"volumes": [{"name": "p", "persistentVolumeClaim": {"claimName": "x"}}]}})");

@@ -51,7 +51,7 @@ TEST_F(Lifecycle, SuccessPathToSucceededWithCleanup) {
   set_all_workers(c(), ns(), "pi", "Running");
   ASSERT_TRUE(wait_for([&] {
     return cm_data(c(), ns(), "pi", "discover_hosts.sh") ==
-           "#!/bin/sh\necho pi-worker-0.pi." + ns() + ".svc\necho pi-worker-1.pi." + ns() + ".svc\n";
+           "#!/bin/sh\necho pi-worker-0.pi." + ns() + ".svc:1\necho pi-worker-1.pi." + ns() + ".svc:1\n";
   })) << cm_data(c(), ns(), "pi", "discover_hosts.sh");
   set_launcher_phase(c(), ns(), "pi", "Running");
   ASSERT_TRUE(wait_for([&] { return has_condition(c(), ns(), "pi", "Running"); }));
