@@ -49,6 +49,9 @@ class TransportProvider {
                                                                  int set_id) = 0;
   // Last resort after a collective timed out: tear the job down (MPI_Abort). May not return.
   virtual void abort_job(int exit_code) = 0;
+  // What errors call a rank: "rank 3", or with its host where the transport knows it ("rank 3
+  // on host worker-1"), so that the error of a lost peer says where to look.
+  virtual std::string rank_name(int global_rank) const;
 };
 
 // Data plane of one process set. Counts are elements of `dtype` unless named *_bytes. In-place

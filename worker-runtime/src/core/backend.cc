@@ -1,4 +1,5 @@
-// Defaults of the Backend hooks that only device backends override (see transport.h).
+// Defaults of the Backend hooks that only device backends override, and of the transport's rank
+// names (see transport.h).
 #include <fmt/format.h>
 
 #include <cstring>
@@ -6,6 +7,8 @@
 #include "korovod/transport.h"
 
 namespace korovod {
+
+std::string TransportProvider::rank_name(int global_rank) const { return fmt::format("rank {}", global_rank); }
 
 Status Backend::allreduce_scaled(const void*, void*, int64_t, DataType dtype, ReduceOp, double, double) {
   return Status::invalid_argument(

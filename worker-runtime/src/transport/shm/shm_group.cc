@@ -58,17 +58,35 @@ bool process_alive(pid_t pid) {
 
 }  // namespace
 
-Group::Group(int rank, std::vector<Segment> segments, std::vector<pid_t> pids, Geometry geometry)
-    : rank_(rank), segments_(std::move(segments)), pids_(std::move(pids)), geometry_(geometry) {}
+Group::Group(int rank, std::vector<Segment> segments, std::vector<pid_t> pids, Geometry geometry,
+             std::vector<std::string> names)
+    : rank_(rank), segments_(std::move(segments)), pids_(std::move(pids)), geometry_(geometry), names_(std::move(names)) {}
 
+std::string Group::name(int r) const {
+  if (r >= 0 && r < static_cast<int>(names_.size())) return names_[r];
+  return fmt::format("rank {} of the process set", r);
+}
+
+// The abort flag: 0 running, 1 failed, 2 + r failed because set rank r was lost.
 Status Group::check_peers(int waited_for, Counter c, uint64_t target) {
   for (int r = 0; r < size(); ++r) {
-    if (r != rank_ && segments_[r].counter(Counter::kAborted).load(std::memory_order_acquire) != 0) {
-      failed_ = true;
-      abort_all();
+    const uint64_t flag = r == rank_ ? 0 : segments_[r].counter(Counter::kAborted).load(std::memory_order_acquire);
+    if (flag == 0) continue;
+    failed_ = true;
+    const int lost = flag >= 2 && flag - 2 < static_cast<uint64_t>(size()) ? static_cast<int>(flag - 2) : -1;
+    abort_all(lost);
+    if (lost == rank_) {
       return Status::aborted(fmt::format(
-          "shared-memory collective: rank {} of the process set failed (waiting for rank {})", r, waited_for));
+          "shared-memory collective: {} failed waiting for this rank ({}), which stayed away past the wait bound",
+          name(r), name(rank_)));
     }
+    if (lost >= 0) {
+      return Status::aborted(fmt::format(
+          "shared-memory collective: lost {} (pid {}): {} failed waiting for it (this rank was waiting for {})",
+          name(lost), pids_[lost], name(r), name(waited_for)));
+    }
+    return Status::aborted(fmt::format("shared-memory collective: {} failed (waiting for {})", name(r),
+                                       name(waited_for)));
   }
   const auto now = std::chrono::steady_clock::now();
   if (now < next_liveness_check_) return Status::ok();
@@ -80,9 +98,9 @@ Status Group::check_peers(int waited_for, Counter c, uint64_t target) {
   // (legitimately) between our last load and now; its segment stays mapped, so the data is good.
   if (!process_alive(pids_[waited_for]) && segments_[waited_for].counter(c).load(std::memory_order_acquire) < target) {
     failed_ = true;
-    abort_all();
-    return Status::aborted(fmt::format("shared-memory collective: rank {} of the process set (pid {}) has died",
-                                       waited_for, pids_[waited_for]));
+    abort_all(waited_for);
+    return Status::aborted(fmt::format("shared-memory collective: lost {} (pid {}): the process has died",
+                                       name(waited_for), pids_[waited_for]));
   }
   return Status::ok();
 }
@@ -95,8 +113,8 @@ void Group::post(Counter c, uint64_t value) {
   if (mine.sleepers(c).load(std::memory_order_seq_cst) != 0) futex_wake_all(mine.futex_word(c));
 }
 
-void Group::abort_all() {
-  post(Counter::kAborted, 1);
+void Group::abort_all(int lost) {
+  post(Counter::kAborted, lost >= 0 ? static_cast<uint64_t>(lost) + 2 : 1);
   // Peers asleep on any of this rank's counters see the flag now rather than at their next
   // liveness check.
   for (int c = 0; c < kCounters; ++c) futex_wake_all(segments_[rank_].futex_word(static_cast<Counter>(c)));
@@ -126,10 +144,11 @@ Status Group::wait(int rank, Counter c, uint64_t target) {
       now = Steady::now();
       if (now >= give_up && word.load(std::memory_order_acquire) < target) {
         failed_ = true;
-        abort_all();
+        abort_all(rank);
         return Status::aborted(fmt::format(
-            "shared-memory collective: rank {} of the process set did not arrive within {} s "
-            "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS)", rank, geometry_.wait_timeout_seconds));
+            "shared-memory collective: lost {} (pid {}): it did not arrive within {} s "
+            "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS; alive but stopped or stuck)",
+            name(rank), pids_[rank], geometry_.wait_timeout_seconds));
       }
     }
     if (now == Steady::time_point{} || now - slow_since < kYieldFor) {

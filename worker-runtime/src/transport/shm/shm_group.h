@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "transport/shm/shm_segment.h"
@@ -37,7 +38,9 @@ struct Geometry {
 
 class Group {
  public:
-  Group(int rank, std::vector<Segment> segments, std::vector<pid_t> pids, Geometry geometry);
+  // names[r]: what errors call set rank r ("rank 5 on host a"); empty = "rank r of the process set".
+  Group(int rank, std::vector<Segment> segments, std::vector<pid_t> pids, Geometry geometry,
+        std::vector<std::string> names = {});
 
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(segments_.size()); }
@@ -58,8 +61,10 @@ class Group {
   // Before this rank writes its slot for `round`: every peer has finished reading the round
   // that used the slot last.
   Status acquire_slot(uint64_t round);
-  // Marks this rank failed, so that peers waiting on it stop with an error instead of hanging.
-  void abort_all();
+  // Marks this rank failed, so that peers waiting on it stop with an error instead of hanging;
+  // `lost` (a set rank, -1 = none) is the peer this rank lost, which the flag passes on so that
+  // every member's error names it.
+  void abort_all(int lost = -1);
   bool failed() const { return failed_; }
 
   // The idle doorbell. An idle engine takes bell(), checks its own work, then sleep_idle(): it
@@ -74,12 +79,14 @@ class Group {
 
  private:
   Status check_peers(int waited_for, Counter c, uint64_t target);
+  std::string name(int r) const;
   void ring(int rank);
 
   int rank_;
   std::vector<Segment> segments_;
   std::vector<pid_t> pids_;
   Geometry geometry_;
+  std::vector<std::string> names_;
   bool failed_ = false;
   std::chrono::steady_clock::time_point next_liveness_check_{};
 };

@@ -75,7 +75,10 @@ Result<std::unique_ptr<Backend>> ShmBackendProvider::create_backend(const std::v
   Result<std::vector<std::string>> done = agree(ctl, mapped, "mapped", global_ranks);
   if (static_cast<int>(segments.size()) > ctl.rank()) segments[ctl.rank()].unlink();  // else `own` unlinks
   if (!done.is_ok()) return give_up(done.status());
-  auto group = std::make_unique<Group>(ctl.rank(), std::move(segments), std::move(pids), geometry_);
+  std::vector<std::string> rank_names;
+  for (int r : global_ranks) rank_names.push_back(transport_->rank_name(r));
+  auto group = std::make_unique<Group>(ctl.rank(), std::move(segments), std::move(pids), geometry_,
+                                       std::move(rank_names));
   return std::unique_ptr<Backend>(std::make_unique<ShmBackend>(std::move(group)));
 }
 

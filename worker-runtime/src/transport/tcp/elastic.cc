@@ -74,6 +74,7 @@ Result<ElasticRound> join_elastic_round(StoreClient& store, const std::string& w
       if (!found.is_ok()) return found.status();
       if (found->has_value()) {
         const std::string& text = **found;
+        KOROVOD_RETURN_IF_ERROR(store.set(attempted_key, std::to_string(*published)));
         if (text == "removed") {
           return Status::precondition(fmt::format(
               "elastic: worker {} is not a member of round {} (the driver removed it)", worker_id, *published));
@@ -81,7 +82,6 @@ Result<ElasticRound> join_elastic_round(StoreClient& store, const std::string& w
         Result<WorldInfo> world = parse_elastic_assignment(text, assign_key(*published, worker_id));
         if (!world.is_ok()) return world.status();
         world->elastic_round = *published;
-        KOROVOD_RETURN_IF_ERROR(store.set(attempted_key, std::to_string(*published)));
         return ElasticRound{*published, *world};
       }
       unassigned = *published;  // a worker the driver starts before the round that takes it in

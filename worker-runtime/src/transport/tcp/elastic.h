@@ -35,7 +35,8 @@ Result<int64_t> read_counter(StoreClient& store, const std::string& key);
 
 // The round this worker's next init joins: the newest published round, once it is newer than the
 // last round this worker attempted and assigns this worker (polling elastic/round until
-// `timeout_seconds`). Records the attempt before returning. "removed" is a PreconditionError;
+// `timeout_seconds`). Records the attempt (also when the answer is "removed", so the next init
+// waits for a newer round) before returning. "removed" is a PreconditionError;
 // running out of time an Aborted error naming the round waited for.
 Result<ElasticRound> join_elastic_round(StoreClient& store, const std::string& worker_id, double timeout_seconds);
 

@@ -9,16 +9,21 @@
 
 namespace korovod::tcp {
 
-Mesh::Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, double timeout_seconds, std::string label)
+Mesh::Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, double timeout_seconds, std::string label,
+           std::vector<std::string> names)
     : rank_(rank),
       peers_(std::move(peers)),
       global_ranks_(std::move(global_ranks)),
+      names_(std::move(names)),
       timeout_seconds_(timeout_seconds),
       label_(std::move(label)),
       closed_(peers_.size(), false),
       fds_(peers_.size()) {}
 
-std::string Mesh::peer_name(int r) const { return fmt::format("rank {}", global_ranks_[r]); }
+std::string Mesh::peer_name(int r) const {
+  if (r < static_cast<int>(names_.size())) return names_[r];
+  return fmt::format("rank {}", global_ranks_[r]);
+}
 
 void Mesh::send_failure_notices() {
   const Deadline deadline = deadline_after(kSettleSeconds);

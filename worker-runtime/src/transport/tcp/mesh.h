@@ -29,9 +29,10 @@ struct PeerIo {
 class Mesh {
  public:
   // peers[r]: the socket to set rank r (invalid for `rank`); global_ranks name them in errors,
-  // which start with `label` ("TCP backend", "TCP control plane").
+  // which start with `label` ("TCP backend", "TCP control plane"); names[r], when given, is what
+  // errors call set rank r instead ("rank 4 on host a", TransportProvider::rank_name).
   Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, double timeout_seconds,
-       std::string label = "TCP backend");
+       std::string label = "TCP backend", std::vector<std::string> names = {});
 
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(peers_.size()); }
@@ -58,6 +59,7 @@ class Mesh {
   int rank_;
   std::vector<Fd> peers_;
   std::vector<int> global_ranks_;
+  std::vector<std::string> names_;
   double timeout_seconds_;
   std::string label_;
   std::vector<bool> closed_;  // peers seen hanging up while this rank expected nothing from them

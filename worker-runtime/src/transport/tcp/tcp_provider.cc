@@ -63,7 +63,10 @@ Result<std::unique_ptr<Backend>> TcpBackendProvider::create_flat(ControlChannel&
                                                global_ranks, *auth);
   Result<std::vector<std::string>> done = agree(ctl, peers.status(), "connected", global_ranks);
   if (!done.is_ok()) return done.status();
-  auto mesh = std::make_unique<Mesh>(ctl.rank(), std::move(peers).value(), global_ranks, options_.timeout_seconds);
+  std::vector<std::string> names;
+  for (int r : global_ranks) names.push_back(transport_->rank_name(r));
+  auto mesh = std::make_unique<Mesh>(ctl.rank(), std::move(peers).value(), global_ranks, options_.timeout_seconds,
+                                     "TCP backend", std::move(names));
   return std::unique_ptr<Backend>(std::make_unique<TcpBackend>(std::move(mesh), options_.segment_bytes));
 }
 

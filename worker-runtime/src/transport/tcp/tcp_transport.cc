@@ -180,7 +180,10 @@ Result<std::unique_ptr<ControlChannel>> TcpTransportProvider::create_control(con
   if (!peers.is_ok()) return peers.status();
   // No timeout on the control plane (as with MPI): ranks may idle between steps for any time; a
   // rank that dies closes its sockets and fails the others at once.
-  auto mesh = std::make_unique<Mesh>(me, std::move(peers).value(), global_ranks, 0.0, "TCP control plane");
+  std::vector<std::string> names;
+  for (int r : global_ranks) names.push_back(rank_name(r));
+  auto mesh = std::make_unique<Mesh>(me, std::move(peers).value(), global_ranks, 0.0, "TCP control plane",
+                                     std::move(names));
   return std::unique_ptr<ControlChannel>(std::make_unique<MeshControl>(std::move(mesh)));
 }
 

@@ -41,7 +41,7 @@ class TcpTransportProvider final : public TransportProvider {
   // Elastic mode, once the runtime on top has started: elastic/<round>/ready/<worker_id>.
   Status mark_elastic_ready(const std::string& worker_id);
   // "rank 2 on host worker-1": what errors call a global rank (the hosts as ranks published them).
-  std::string rank_name(int global_rank) const;
+  std::string rank_name(int global_rank) const override;
 
  private:
   TcpTransportProvider() = default;

@@ -1,0 +1,411 @@
+// rt_elastic_chaos: plays the elastic driver (docs/elastic.md) against real worker processes
+// (this binary again, as `--worker`): it hosts the rendezvous store, publishes rounds the way
+// korovodrun does and checks what the workers report.
+//   --resets N      3 workers through N rounds of changing membership (odd rounds: all three;
+//                   even rounds: worker 2 removed, the others renumbered): every worker resets
+//                   in its process each round and at the end has exactly the threads,
+//                   descriptors and /dev/shm segments (none) it had before its first init.
+//   --chaos RUNS    RUNS jobs of 2..8 workers, alternating shared memory and TCP data planes:
+//                   once round 1 formed, a random worker is SIGKILLed at a random moment of its
+//                   allreduce loop; every survivor must fail with an error naming the lost rank
+//                   and its host within --bound seconds, reset into round 2 without it and
+//                   finish it; nothing of the job may stay in /dev/shm.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "elastic_worker.h"
+#include "transport/tcp/auth.h"
+#include "transport/tcp/store.h"
+
+namespace korovod::chaos {
+namespace {
+
+using tcp::StoreClient;
+using tcp::StoreServer;
+
+struct Options {
+  int resets = 0, chaos_runs = 0, np_min = 2, np_max = 8;
+  double bound_seconds = 2.0;  // killed peer -> every survivor's error
+  unsigned seed = 0;
+  std::string transports = "shm,tcp";
+};
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Worker {
+  std::string id;
+  pid_t pid = -1;
+  std::string log;
+  int status = -1;  // waitpid status once exited
+};
+
+class Job {
+ public:
+  Job(std::string transport, std::vector<std::string> worker_args) : transport_(std::move(transport)),
+                                                                     worker_args_(std::move(worker_args)) {
+    secret_ = tcp::JobSecret::generate();
+    Result<std::unique_ptr<StoreServer>> s = StoreServer::start("127.0.0.1", 0, secret_);
+    check(s.status());
+    server_ = std::move(s).value();
+    Result<std::unique_ptr<StoreClient>> c = StoreClient::connect({"127.0.0.1", server_->port()}, 10, "driver", secret_);
+    check(c.status());
+    store_ = std::move(c).value();
+  }
+  ~Job() {
+    for (Worker& w : workers_) {
+      if (w.status < 0 && w.pid > 0) {
+        kill(w.pid, SIGKILL);
+        waitpid(w.pid, nullptr, 0);
+      }
+      unlink(w.log.c_str());
+    }
+  }
+
+  std::vector<Worker>& workers() { return workers_; }
+
+  void start(int n) {
+    for (int i = 0; i < n; ++i) {
+      Worker w;
+      w.id = fmt::format("localhost:{}", i);
+      w.log = fmt::format("/tmp/korovod-elastic-chaos-{}-{}.log", getpid(), i);
+      w.pid = fork();
+      if (w.pid == 0) exec_worker(w);
+      workers_.push_back(w);
+    }
+  }
+
+  // assignments[id] = "rank size local_rank local_size cross_rank cross_size" or "removed".
+  void publish(int round, const std::map<std::string, std::string>& assignments) {
+    for (const auto& [id, text] : assignments) check(store_->set(fmt::format("elastic/{}/assign/{}", round, id), text));
+    check(store_->set("elastic/round", std::to_string(round)));
+  }
+
+  // Every worker of `ids` marked round `round` ready, within `seconds`.
+  bool wait_ready(int round, const std::vector<std::string>& ids, double seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (const std::string& id : ids) {
+      for (;;) {
+        Result<std::optional<std::string>> v = store_->try_get(fmt::format("elastic/{}/ready/{}", round, id));
+        if (v.is_ok() && v->has_value()) break;
+        if (std::chrono::steady_clock::now() > until || any_exited(ids)) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+    return true;
+  }
+
+  // A member of `ids` has exited (a worker removed from the round may exit meanwhile).
+  bool any_exited(const std::vector<std::string>& ids) {
+    for (Worker& w : workers_) {
+      if (std::find(ids.begin(), ids.end(), w.id) == ids.end()) continue;
+      int st = 0;
+      if (w.status < 0 && waitpid(w.pid, &st, WNOHANG) == w.pid) w.status = st;
+      if (w.status >= 0) return true;
+    }
+    return false;
+  }
+
+  // Waits for every worker to exit, at most `seconds`; false (and the stragglers killed) after.
+  bool wait_all(double seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    bool ok = true;
+    for (Worker& w : workers_) {
+      while (w.status < 0) {
+        int st = 0;
+        if (waitpid(w.pid, &st, WNOHANG) == w.pid) {
+          w.status = st;
+        } else if (std::chrono::steady_clock::now() > until) {
+          fmt::print("HANG: worker {} (pid {}) still running\n", w.id, w.pid);
+          kill(w.pid, SIGKILL);
+          waitpid(w.pid, &st, 0);
+          w.status = st;
+          ok = false;
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+      }
+    }
+    return ok;
+  }
+
+  static std::string read_log(const Worker& w) {
+    std::ifstream in(w.log);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+ private:
+  // The driver's own store calls fail only when the test machine is broken: stop the test.
+  static void check(const Status& s) {
+    if (s.is_ok()) return;
+    fmt::print("DRIVER-FAILED: {}\n", s.to_string());
+    std::exit(1);
+  }
+
+  [[noreturn]] void exec_worker(const Worker& w) {
+    FILE* out = std::fopen(w.log.c_str(), "w");
+    if (out) {
+      dup2(fileno(out), STDOUT_FILENO);
+      dup2(fileno(out), STDERR_FILENO);
+    }
+    setenv("KOROVOD_ELASTIC", "1", 1);
+    setenv("KOROVOD_ELASTIC_WORKER_ID", w.id.c_str(), 1);
+    setenv("KOROVOD_HOSTNAME", "chaos-host", 1);
+    setenv("KOROVOD_RENDEZVOUS_ADDR", "127.0.0.1", 1);
+    setenv("KOROVOD_RENDEZVOUS_PORT", std::to_string(server_->port()).c_str(), 1);
+    setenv("KOROVOD_JOB_SECRET", secret_.text().c_str(), 1);
+    setenv("KOROVOD_ELASTIC_TIMEOUT", "60", 1);
+    setenv("KOROVOD_START_TIMEOUT", "30", 1);
+    setenv("KOROVOD_COLLECTIVE_TIMEOUT_SECONDS", "20", 1);
+    setenv("KOROVOD_CPU_OPERATIONS", transport_ == "tcp" ? "tcp" : "shm", 1);
+    if (!getenv("KOROVOD_LOG_LEVEL")) setenv("KOROVOD_LOG_LEVEL", "error", 1);
+    std::vector<std::string> args = {"/proc/self/exe", "--worker"};
+    args.insert(args.end(), worker_args_.begin(), worker_args_.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+
+  std::string transport_;
+  std::vector<std::string> worker_args_;
+  tcp::JobSecret secret_;
+  std::unique_ptr<StoreServer> server_;
+  std::unique_ptr<StoreClient> store_;
+  std::vector<Worker> workers_;
+};
+
+// One host: local ranks are the ranks.
+std::string one_host(int rank, int size) { return fmt::format("{} {} {} {} 0 1", rank, size, rank, size); }
+
+bool exited_ok(const Worker& w) { return WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0; }
+
+int run_resets(const Options& o) {
+  Job job(o.transports == "tcp" ? "tcp" : "shm", {"--steps", "3", "--last-round", std::to_string(o.resets)});
+  job.start(3);
+  std::vector<std::string> all, ids = {"localhost:0", "localhost:1", "localhost:2"};
+  for (int round = 1; round <= o.resets; ++round) {
+    std::map<std::string, std::string> a;
+    std::vector<std::string> members;
+    if (round % 2 == 1) {  // all three, ranks rotated each time
+      for (int i = 0; i < 3; ++i) a[ids[(i + round) % 3]] = one_host(i, 3);
+      members = ids;
+    } else {
+      a[ids[0]] = one_host(1, 2);
+      a[ids[1]] = one_host(0, 2);
+      a[ids[2]] = "removed";
+      members = {ids[0], ids[1]};
+    }
+    job.publish(round, a);
+    if (!job.wait_ready(round, members, 60)) {
+      fmt::print("FAILED: round {} did not form within 60 s\n", round);
+      job.wait_all(0);
+      for (const Worker& w : job.workers()) fmt::print("--- {}\n{}", w.id, Job::read_log(w));
+      return 1;
+    }
+  }
+  const bool ended = job.wait_all(60);
+  int failures = ended ? 0 : 1;
+  for (const Worker& w : job.workers()) {
+    const std::string log = Job::read_log(w);
+    if (!exited_ok(w) || log.find("WORKER-DONE") == std::string::npos) {
+      ++failures;
+      fmt::print("--- {} (status {})\n{}", w.id, w.status, log);
+    } else {
+      fmt::print("{}: {}", w.id, log.substr(log.find("WORKER-DONE")));
+    }
+  }
+  fmt::print("{}: {} rounds of 3/2 workers ({} data plane), each worker reset {} times in its process\n",
+             failures == 0 ? "RESETS-OK" : "RESETS-FAILED", o.resets, o.transports == "tcp" ? "TCP" : "shared-memory",
+             o.resets - 1);
+  return failures == 0 ? 0 : 1;
+}
+
+// The shared-memory entries of the job's processes ("korovod-<pid>-").
+std::vector<std::string> leftover_segments(const std::vector<Worker>& workers) {
+  std::vector<std::string> left;
+  for (const Worker& w : workers) {
+    const std::string prefix = fmt::format("korovod-{}-", w.pid);
+    for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind(prefix, 0) == 0) left.push_back(name);
+    }
+  }
+  return left;
+}
+
+struct RunResult {
+  bool ok = true;
+  std::vector<double> detection_seconds;
+};
+
+RunResult chaos_run(const Options& o, int run, const std::string& transport, std::mt19937& rng) {
+  const int np = std::uniform_int_distribution<int>(o.np_min, o.np_max)(rng);
+  const int victim = std::uniform_int_distribution<int>(0, np - 1)(rng);
+  const int delay_ms = std::uniform_int_distribution<int>(20, 400)(rng);
+  RunResult result;
+  Job job(transport, {"--until-lost-round", "1", "--last-round", "2", "--steps", "3"});
+  job.start(np);
+  std::map<std::string, std::string> r1;
+  std::vector<std::string> ids;
+  for (int i = 0; i < np; ++i) {
+    ids.push_back(job.workers()[i].id);
+    r1[ids.back()] = one_host(i, np);
+  }
+  job.publish(1, r1);
+  if (!job.wait_ready(1, ids, 60)) {
+    fmt::print("run {}: FAILED round 1 did not form\n", run);
+    return {false, {}};
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  const int64_t killed_at = now_ns();
+  kill(job.workers()[victim].pid, SIGKILL);
+  std::map<std::string, std::string> r2;
+  for (int i = 0, rank = 0; i < np; ++i) r2[ids[i]] = i == victim ? "removed" : one_host(rank++, np - 1);
+  job.publish(2, r2);
+  const bool ended = job.wait_all(o.bound_seconds + 60);
+  result.ok = ended;
+  const std::string want = fmt::format("rank {} on host chaos-host", victim);
+  std::vector<double> times;
+  std::string sample;  // one survivor's error, printed with the run
+  for (int i = 0; i < np; ++i) {
+    const Worker& w = job.workers()[i];
+    if (i == victim) continue;
+    const std::string log = Job::read_log(w);
+    const size_t lost = log.find("LOST round 1");
+    bool good = exited_ok(w) && lost != std::string::npos && log.find("WORKER-DONE") != std::string::npos;
+    double seconds = -1;
+    if (lost != std::string::npos) {
+      const std::string line = log.substr(lost, log.find('\n', lost) - lost);
+      const size_t at = line.find(" at ");
+      seconds = (std::stoll(line.substr(at + 4)) - killed_at) / 1e9;
+      good = good && line.find(want) != std::string::npos && seconds <= o.bound_seconds;
+      times.push_back(seconds);
+      if (sample.empty()) sample = line;
+    }
+    if (!good) {
+      result.ok = false;
+      fmt::print("run {} ({} np {} killed rank {} after {} ms): worker {} (status {}) wrong, detection {:.3f} s:\n{}\n",
+                 run, transport, np, victim, delay_ms, w.id, w.status, seconds, log);
+    }
+  }
+  const std::vector<std::string> left = leftover_segments(job.workers());
+  if (!left.empty()) {
+    result.ok = false;
+    fmt::print("run {}: left in /dev/shm: {}\n", run, fmt::join(left, " "));
+  }
+  const double worst = times.empty() ? -1 : *std::max_element(times.begin(), times.end());
+  fmt::print("run {:2} {:3} np {} killed rank {} after {:3} ms: {} survivors errored, slowest {:.3f} s{}\n  e.g. {}\n",
+             run, transport, np, victim, delay_ms, times.size(), worst, result.ok ? "" : "  FAILED", sample);
+  std::fflush(stdout);
+  result.detection_seconds = times;
+  return result;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
+int run_chaos(const Options& o) {
+  std::mt19937 rng(o.seed != 0 ? o.seed : std::random_device{}());
+  std::vector<std::string> transports;
+  std::stringstream list(o.transports);
+  for (std::string t; std::getline(list, t, ',');) transports.push_back(t);
+  std::map<std::string, std::vector<double>> times;
+  int failed = 0;
+  for (int run = 0; run < o.chaos_runs; ++run) {
+    const std::string& t = transports[static_cast<size_t>(run) % transports.size()];
+    RunResult r = chaos_run(o, run, t, rng);
+    failed += r.ok ? 0 : 1;
+    times[t].insert(times[t].end(), r.detection_seconds.begin(), r.detection_seconds.end());
+  }
+  for (const auto& [t, v] : times) {
+    fmt::print("{}: {} survivors, detection median {:.3f} s, p90 {:.3f} s, max {:.3f} s (bound {} s)\n", t, v.size(),
+               percentile(v, 0.5), percentile(v, 0.9), percentile(v, 1.0), o.bound_seconds);
+  }
+  fmt::print("{}: {} of {} runs failed\n", failed == 0 ? "CHAOS-OK" : "CHAOS-FAILED", failed, o.chaos_runs);
+  return failed == 0 ? 0 : 1;
+}
+
+const char* kUsage =
+    "usage: rt_elastic_chaos --resets N | --chaos RUNS [--np-min 2] [--np-max 8] [--bound S] [--seed S]\n"
+    "                        [--transports shm,tcp]\n"
+    "Plays the elastic driver (store, rounds) against worker processes (this binary with --worker).\n"
+    "  --resets N     3 workers, N rounds (odd: 3 workers, even: one removed); every worker resets in\n"
+    "                 its process and must end with the threads, descriptors and /dev/shm it began with\n"
+    "                 (shared memory; --transports tcp: the TCP data plane).\n"
+    "  --chaos RUNS   RUNS jobs of np-min..np-max workers, transports alternating; a random worker is\n"
+    "                 SIGKILLed mid-allreduce; every survivor must fail naming it and its host within\n"
+    "                 --bound seconds (default 2), then reset into a round without it; no /dev/shm leftovers.\n";
+
+}  // namespace
+}  // namespace korovod::chaos
+
+int main(int argc, char** argv) {
+  using namespace korovod::chaos;
+  Options o;
+  WorkerArgs w;
+  bool worker = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--help" || a == "-h") {
+      fmt::print("{}", kUsage);
+      return 0;
+    } else if (a == "--worker") {
+      worker = true;
+    } else if (a == "--steps" && has_value) {
+      w.steps = std::atoi(argv[++i]);
+    } else if (a == "--until-lost-round" && has_value) {
+      w.until_lost_round = std::atoll(argv[++i]);
+    } else if (a == "--last-round" && has_value) {
+      w.last_round = std::atoll(argv[++i]);
+    } else if (a == "--resets" && has_value) {
+      o.resets = std::atoi(argv[++i]);
+    } else if (a == "--chaos" && has_value) {
+      o.chaos_runs = std::atoi(argv[++i]);
+    } else if (a == "--np-min" && has_value) {
+      o.np_min = std::max(2, std::atoi(argv[++i]));
+    } else if (a == "--np-max" && has_value) {
+      o.np_max = std::atoi(argv[++i]);
+    } else if (a == "--bound" && has_value) {
+      o.bound_seconds = std::atof(argv[++i]);
+    } else if (a == "--seed" && has_value) {
+      o.seed = static_cast<unsigned>(std::atoll(argv[++i]));
+    } else if (a == "--transports" && has_value) {
+      o.transports = argv[++i];
+    } else {
+      fmt::print(stderr, "rt_elastic_chaos: unknown argument {}\n{}", a, kUsage);
+      return 2;
+    }
+  }
+  if (worker) return run_worker(w);
+  signal(SIGPIPE, SIG_IGN);
+  if (o.np_max < o.np_min) o.np_max = o.np_min;
+  if (o.resets > 0) return run_resets(o);
+  if (o.chaos_runs > 0) return run_chaos(o);
+  fmt::print(stderr, "{}", kUsage);
+  return 2;
+}
