@@ -43,6 +43,8 @@ struct Options {
   double bound_seconds = 2.0;  // killed peer -> every survivor's error
   unsigned seed = 0;
   std::string transports = "shm,tcp";
+  bool stop = false;                   // SIGSTOP the victim (a hung peer) instead of SIGKILL
+  double collective_timeout = 20;      // KOROVOD_COLLECTIVE_TIMEOUT_SECONDS of the workers
 };
 
 int64_t now_ns() {
@@ -59,8 +61,8 @@ struct Worker {
 
 class Job {
  public:
-  Job(std::string transport, std::vector<std::string> worker_args) : transport_(std::move(transport)),
-                                                                     worker_args_(std::move(worker_args)) {
+  Job(std::string transport, std::vector<std::string> worker_args, double collective_timeout = 20)
+      : transport_(std::move(transport)), worker_args_(std::move(worker_args)), collective_timeout_(collective_timeout) {
     secret_ = tcp::JobSecret::generate();
     Result<std::unique_ptr<StoreServer>> s = StoreServer::start("127.0.0.1", 0, secret_);
     check(s.status());
@@ -123,6 +125,16 @@ class Job {
     return false;
   }
 
+  // A stopped worker never exits by itself: the others first, then it is killed.
+  bool wait_all_but(int stopped, double seconds) {
+    Worker held = workers_[stopped];
+    workers_[stopped].status = 0;  // not waited for
+    const bool ok = wait_all(seconds);
+    kill(held.pid, SIGKILL);
+    waitpid(held.pid, &workers_[stopped].status, 0);
+    return ok;
+  }
+
   // Waits for every worker to exit, at most `seconds`; false (and the stragglers killed) after.
   bool wait_all(double seconds) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -175,7 +187,7 @@ class Job {
     setenv("KOROVOD_JOB_SECRET", secret_.text().c_str(), 1);
     setenv("KOROVOD_ELASTIC_TIMEOUT", "60", 1);
     setenv("KOROVOD_START_TIMEOUT", "30", 1);
-    setenv("KOROVOD_COLLECTIVE_TIMEOUT_SECONDS", "20", 1);
+    setenv("KOROVOD_COLLECTIVE_TIMEOUT_SECONDS", fmt::format("{}", collective_timeout_).c_str(), 1);
     setenv("KOROVOD_CPU_OPERATIONS", transport_ == "tcp" ? "tcp" : "shm", 1);
     if (!getenv("KOROVOD_LOG_LEVEL")) setenv("KOROVOD_LOG_LEVEL", "error", 1);
     std::vector<std::string> args = {"/proc/self/exe", "--worker"};
@@ -189,6 +201,7 @@ class Job {
 
   std::string transport_;
   std::vector<std::string> worker_args_;
+  double collective_timeout_;
   tcp::JobSecret secret_;
   std::unique_ptr<StoreServer> server_;
   std::unique_ptr<StoreClient> store_;
@@ -264,7 +277,7 @@ RunResult chaos_run(const Options& o, int run, const std::string& transport, std
   const int victim = std::uniform_int_distribution<int>(0, np - 1)(rng);
   const int delay_ms = std::uniform_int_distribution<int>(20, 400)(rng);
   RunResult result;
-  Job job(transport, {"--until-lost-round", "1", "--last-round", "2", "--steps", "3"});
+  Job job(transport, {"--until-lost-round", "1", "--last-round", "2", "--steps", "3"}, o.collective_timeout);
   job.start(np);
   std::map<std::string, std::string> r1;
   std::vector<std::string> ids;
@@ -279,11 +292,11 @@ RunResult chaos_run(const Options& o, int run, const std::string& transport, std
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
   const int64_t killed_at = now_ns();
-  kill(job.workers()[victim].pid, SIGKILL);
+  kill(job.workers()[victim].pid, o.stop ? SIGSTOP : SIGKILL);
   std::map<std::string, std::string> r2;
   for (int i = 0, rank = 0; i < np; ++i) r2[ids[i]] = i == victim ? "removed" : one_host(rank++, np - 1);
   job.publish(2, r2);
-  const bool ended = job.wait_all(o.bound_seconds + 60);
+  const bool ended = o.stop ? job.wait_all_but(victim, o.bound_seconds + 60) : job.wait_all(o.bound_seconds + 60);
   result.ok = ended;
   const std::string want = fmt::format("rank {} on host chaos-host", victim);
   std::vector<double> times;
@@ -358,7 +371,8 @@ const char* kUsage =
     "                 (shared memory; --transports tcp: the TCP data plane).\n"
     "  --chaos RUNS   RUNS jobs of np-min..np-max workers, transports alternating; a random worker is\n"
     "                 SIGKILLed mid-allreduce; every survivor must fail naming it and its host within\n"
-    "                 --bound seconds (default 2), then reset into a round without it; no /dev/shm leftovers.\n";
+    "                 --bound seconds (default 2), then reset into a round without it; no /dev/shm leftovers.\n"
+    "  --stop         SIGSTOP the victim instead (a hung peer); --collective-timeout S for the workers (20).\n";
 
 }  // namespace
 }  // namespace korovod::chaos
@@ -394,6 +408,10 @@ int main(int argc, char** argv) {
       o.bound_seconds = std::atof(argv[++i]);
     } else if (a == "--seed" && has_value) {
       o.seed = static_cast<unsigned>(std::atoll(argv[++i]));
+    } else if (a == "--stop") {
+      o.stop = true;
+    } else if (a == "--collective-timeout" && has_value) {
+      o.collective_timeout = std::atof(argv[++i]);
     } else if (a == "--transports" && has_value) {
       o.transports = argv[++i];
     } else {
