@@ -141,6 +141,36 @@ TEST(Messages, RequestAndResponseListsRoundTrip) {
   EXPECT_FALSE(parse_response_list(serialize(resp).substr(0, 7)).is_ok());
 }
 
+// Regressions the runtime_messages fuzz target found (tests/fuzz/corpus/runtime_messages has the
+// inputs): a count is checked against the bytes left before anything is allocated for it, a
+// count past the old 2^24 limit was read as an empty list, and the shutdown byte has one
+// encoding per value.
+TEST(Messages, CorruptCountsAndShutdownBytesAreErrors) {
+  auto bytes = [](std::initializer_list<unsigned char> b) { return std::string(b.begin(), b.end()); };
+  // shutdown 1, 2^24 - 1 requests in 5 bytes: was a resize to 16M requests (gigabytes).
+  EXPECT_FALSE(parse_request_list(bytes({1, 0xff, 0xff, 0xff, 0x00})).is_ok());
+  // 2^24 requests: was skipped, leaving an empty list that parsed as valid.
+  EXPECT_FALSE(parse_request_list(bytes({0, 0x00, 0x00, 0x00, 0x01})).is_ok());
+  EXPECT_FALSE(parse_response_list(bytes({0, 0, 0, 0, 0, 0x00, 0x00, 0x00, 0x01})).is_ok());
+  // shutdown 2 read as true re-encoded as 1.
+  EXPECT_FALSE(parse_request_list(bytes({2, 0, 0, 0, 0})).is_ok());
+  EXPECT_TRUE(parse_request_list(bytes({1, 0, 0, 0, 0})).is_ok());
+  // One response whose names count (2^24 - 1) cannot fit in the bytes that follow.
+  ResponseList one;
+  one.responses.push_back(error_response("x", "boom"));
+  std::string wire = serialize(one);
+  const size_t names_count_at = 1 + 4 + 4 + 4;  // shutdown, joined_count, count, type
+  wire.replace(names_count_at, 4, bytes({0xff, 0xff, 0xff, 0x00}));
+  EXPECT_FALSE(parse_response_list(wire).is_ok());
+  // The smallest valid lists still parse: empty requests and responses are not "too short".
+  RequestList empty_request;
+  empty_request.requests.resize(3);
+  EXPECT_TRUE(parse_request_list(serialize(empty_request)).is_ok());
+  ResponseList empty_response;
+  empty_response.responses.resize(3);
+  EXPECT_TRUE(parse_response_list(serialize(empty_response)).is_ok());
+}
+
 TEST(BuildResponse, MismatchedShapeNamesTensorAndRanks) {
   std::vector<std::optional<Request>> by_rank = {allreduce_request("t", {2}), allreduce_request("t", {3}),
                                                  allreduce_request("t", {2})};

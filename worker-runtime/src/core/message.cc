@@ -52,6 +52,12 @@ class Reader {
     for (auto& x : v) pod(x);
     return true;
   }
+  // A count of elements that each take at least `min_bytes`: more than the bytes left can hold
+  // is corrupt, refused before anything is allocated for it (no huge resize from 5 bytes).
+  bool count(uint32_t& n, size_t min_bytes) {
+    if (!pod(n) || n > (in_.size() - pos_) / min_bytes) return fail();
+    return true;
+  }
   bool ok() const { return ok_; }
   bool at_end() const { return pos_ == in_.size(); }
 
@@ -61,6 +67,11 @@ class Reader {
   size_t pos_ = 0;
   bool ok_ = true;
 };
+
+// The smallest encodings (empty strings and vectors): the fixed fields and length prefixes.
+constexpr size_t kMinRequestBytes = 4 * 3 + 4 + 4 * 2 + 4 + 8 * 2 + 4 * 3;   // 56
+constexpr size_t kMinResponseBytes = 4 * 2 + 4 * 2 + 4 * 3 + 8 * 2 + 4 * 3;  // 56
+constexpr size_t kMinStringBytes = 4, kMinVectorBytes = 4;
 
 void write_request(Writer& w, const Request& r) {
   w.pod(r.request_rank); w.pod(r.type); w.pod(r.dtype); w.str(r.name); w.pod(r.root_rank);
@@ -86,11 +97,11 @@ void write_response(Writer& w, const Response& r) {
 
 bool read_response(Reader& rd, Response& r) {
   uint32_t n = 0;
-  if (!rd.pod(r.type) || !rd.pod(n) || n > (1u << 24)) return false;
+  if (!rd.pod(r.type) || !rd.count(n, kMinStringBytes)) return false;
   r.names.resize(n);
   for (auto& name : r.names) if (!rd.str(name)) return false;
-  if (!rd.pod(r.dtype) || !rd.str(r.error) || !rd.pod(r.device) || !rd.i64s(r.sizes) || !rd.pod(n) ||
-      n > (1u << 24)) {
+  if (!rd.pod(r.dtype) || !rd.str(r.error) || !rd.pod(r.device) || !rd.i64s(r.sizes) ||
+      !rd.count(n, kMinVectorBytes)) {
     return false;
   }
   r.shapes.resize(n);
@@ -129,10 +140,13 @@ Result<RequestList> parse_request_list(const std::string& bytes) {
   RequestList list;
   uint8_t shutdown = 0;
   uint32_t n = 0;
-  if (rd.pod(shutdown) && rd.pod(n) && n < (1u << 24)) {
+  // shutdown is 0 or 1 (one encoding per list); a bad count fails the read, never an empty list.
+  if (rd.pod(shutdown) && shutdown <= 1 && rd.count(n, kMinRequestBytes)) {
     list.shutdown = shutdown != 0;
     list.requests.resize(n);
     for (auto& r : list.requests) if (!read_request(rd, r)) break;
+  } else {
+    return Status::unknown("corrupt request list on the control plane");
   }
   if (!rd.ok() || !rd.at_end()) return Status::unknown("corrupt request list on the control plane");
   return list;
@@ -143,10 +157,12 @@ Result<ResponseList> parse_response_list(const std::string& bytes) {
   ResponseList list;
   uint8_t shutdown = 0;
   uint32_t n = 0;
-  if (rd.pod(shutdown) && rd.pod(list.joined_count) && rd.pod(n) && n < (1u << 24)) {
+  if (rd.pod(shutdown) && shutdown <= 1 && rd.pod(list.joined_count) && rd.count(n, kMinResponseBytes)) {
     list.shutdown = shutdown != 0;
     list.responses.resize(n);
     for (auto& r : list.responses) if (!read_response(rd, r)) break;
+  } else {
+    return Status::unknown("corrupt response list on the control plane");
   }
   if (!rd.ok() || !rd.at_end()) return Status::unknown("corrupt response list on the control plane");
   return list;
