@@ -91,5 +91,15 @@ TEST(Hosts, MoreRanksThanSlotsNamesBothNumbers) {
   EXPECT_EQ(slots.status().message(), "-np 5 is more than the 3 slots of the hosts (a:2,b:1)");
 }
 
+// Regression (korovodrun_hosts fuzz target, tests/fuzz/corpus/korovodrun_hosts): the slot total
+// was an int, so two hosts of 2^31-1 slots overflowed (UB) and every -np was refused.
+TEST(Hosts, SlotTotalPastIntMaxDoesNotOverflow) {
+  auto hosts = parse_hosts("a:2147483647,b:2147483647");
+  ASSERT_TRUE(hosts.is_ok()) << hosts.status().to_string();
+  auto slots = assign_slots(*hosts, 3);
+  ASSERT_TRUE(slots.is_ok()) << slots.status().to_string();
+  EXPECT_EQ(describe(*slots), "a:r0/3 l0/3 c0/1 a:r1/3 l1/3 c0/1 a:r2/3 l2/3 c0/1 ");
+}
+
 }  // namespace
 }  // namespace korovod::launcher

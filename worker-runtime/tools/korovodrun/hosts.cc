@@ -124,7 +124,7 @@ std::string hosts_to_string(const std::vector<HostSlots>& hosts) {
 }
 
 Result<std::vector<SlotAssignment>> assign_slots(const std::vector<HostSlots>& hosts, int num_proc) {
-  int total = 0;
+  int64_t total = 0;  // int64: slots of several hosts may add up past INT_MAX
   for (const HostSlots& h : hosts) total += h.slots;
   if (num_proc < 1) return Status::invalid_argument(fmt::format("-np {}: expected at least 1 process", num_proc));
   if (num_proc > total) {
