@@ -2,22 +2,78 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <regex>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 
 namespace local {
 namespace {
 
+size_t digits(std::string_view s, size_t at) {
+  size_t n = 0;
+  while (at + n < s.size() && s[at + n] >= '0' && s[at + n] <= '9') ++n;
+  return n;
+}
+
+// [-+]?(0|[1-9][0-9]*)
+bool is_int(std::string_view s) {
+  const size_t sign = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  const size_t n = digits(s, sign);
+  return n > 0 && sign + n == s.size() && (n == 1 || s[sign] != '0');
+}
+
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?  (go-yaml's float, which covers every
+// number JSON can write: a JSON manifest's 1e3 is a number, as kubectl reads it)
+bool is_float(std::string_view s) {
+  size_t i = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  size_t mantissa = digits(s, i);
+  i += mantissa;
+  if (i < s.size() && s[i] == '.') {
+    const size_t fraction = digits(s, i + 1);
+    mantissa += fraction;
+    i += 1 + fraction;
+  }
+  if (mantissa == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    const size_t exponent = digits(s, i);
+    if (exponent == 0) return false;
+    i += exponent;
+  }
+  return i == s.size();
+}
+
+// 0644, 007: YAML 1.1 octal, which this reader does not convert; as a float it would be a
+// different number (644), so it stays the string it was.
+bool is_octal_like(std::string_view s) {
+  const size_t sign = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  const size_t n = digits(s, sign);
+  return n > 1 && sign + n == s.size() && s[sign] == '0';
+}
+
+// Scanned by hand, not std::regex: its matcher recurses once per character (a long run of
+// digits overflowed the stack) and std::stoll threw std::out_of_range past int64.
 kube::Object scalar(const YAML::Node& node) {
   const std::string& v = node.Scalar();
   if (node.Tag() == "!") return v;  // quoted
-  static const std::regex int_re(R"([-+]?(0|[1-9][0-9]*))");
-  static const std::regex float_re(R"([-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?)");
   if (v == "null" || v == "Null" || v == "NULL" || v == "~" || v.empty()) return nullptr;
   if (v == "true" || v == "True" || v == "TRUE") return true;
   if (v == "false" || v == "False" || v == "FALSE") return false;
-  if (std::regex_match(v, int_re)) return std::stoll(v);
-  if (std::regex_match(v, float_re)) return std::stod(v);
+  if (is_int(v)) {
+    // int64, else uint64, else (too large for both) a float, as go-yaml resolves it.
+    const char* begin = v.data() + (v[0] == '+' ? 1 : 0);
+    int64_t i = 0;
+    if (auto r = std::from_chars(begin, v.data() + v.size(), i); r.ec == std::errc()) return i;
+    uint64_t u = 0;
+    if (auto r = std::from_chars(begin, v.data() + v.size(), u); r.ec == std::errc()) return u;
+  }
+  if ((is_int(v) || is_float(v)) && !is_octal_like(v)) {
+    const double d = std::strtod(v.c_str(), nullptr);
+    if (std::isfinite(d)) return d;  // 1e999 stays a string, as go-yaml leaves it
+  }
   return v;
 }
 
