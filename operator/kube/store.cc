@@ -179,7 +179,9 @@ struct Store::Entry {
 // cache's size resident (the heap is fine, RSS is not). Copied into blocks allocated before the
 // list is freed, the entries sit together and the list's pages go back to the system.
 // A block is kept while any of its entries lives: at worst as much as the relist packed.
-struct Store::EntryBlock {
+// alignas: the entries start right after this header (base()) and need Entry's alignment; a
+// 4-byte header put every packed entry at a misaligned address (UB that UBSan reports).
+struct alignas(16) Store::EntryBlock {
   static constexpr size_t kBytes = 256 * 1024;
   std::atomic<uint32_t> live{0};
   char* base() { return reinterpret_cast<char*>(this + 1); }
@@ -202,6 +204,10 @@ void Store::EntryDeleter::operator()(Entry* e) const {
 
 std::vector<Store::EntryPtr> Store::pack_into_blocks(std::vector<EntryPtr> entries) {
   static_assert(std::is_trivially_copyable_v<Entry>, "entries are copied bytewise");
+  static_assert(sizeof(EntryBlock) % alignof(Entry) == 0 && entry_align(1) % alignof(Entry) == 0,
+                "entries packed after the block header must stay aligned");
+  static_assert(alignof(EntryBlock) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
+                "::operator new(size) must return memory aligned for the block");
   std::vector<EntryPtr> out;
   out.reserve(entries.size());
   for (size_t i = 0; i < entries.size();) {
