@@ -30,6 +30,19 @@ std::string long_name_of(const std::string& arg) {
   return arg;
 }
 
+// An integer flag's lower bound. CLI11's PositiveNumber / NonNegativeNumber check a double and
+// say "Value 0 not in range 0.000000 to 1797...": a range that holds the rejected value.
+CLI::Validator integer_at_least(long long lowest) {
+  const std::string allowed = fmt::format("an integer >= {}", lowest);
+  return CLI::Validator(
+      [lowest, allowed](std::string& text) -> std::string {
+        long long value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || value < lowest) return fmt::format("{} is not {}", text, allowed);
+        return "";
+      },
+      fmt::format(">={}", lowest));
+}
+
 struct RawFlags {
   std::vector<std::string> interface_each;   // --network-interface, repeatable
   std::string interface_list;                // --network-interfaces a,b
@@ -41,31 +54,31 @@ void define_elastic_flags(CLI::App& app, LaunchOptions& o) {
   app.add_option("--min-np,--min-num-proc", o.min_np,
                  "elastic: fewest workers training goes on with (default -np); below it korovodrun waits "
                  "up to --elastic-timeout for more")
-      ->check(CLI::PositiveNumber)->group(group);
+      ->check(integer_at_least(1))->group(group);
   app.add_option("--max-np,--max-num-proc", o.max_np, "elastic: most workers (default: every discovered slot)")
-      ->check(CLI::PositiveNumber)->group(group);
+      ->check(integer_at_least(1))->group(group);
   app.add_option("--host-discovery-script", o.host_discovery_script,
                  "elastic: command printing the available hosts, one 'host:slots' or 'host' per line; run every second")
       ->group(group);
   app.add_option("--slots-per-host", o.slots_per_host, "elastic: slots of a host the discovery script prints without ':slots' (default 1)")
-      ->check(CLI::PositiveNumber)->group(group);
+      ->check(integer_at_least(1))->group(group);
   app.add_option("--elastic-timeout", o.elastic_timeout_seconds,
                  "elastic: seconds to wait for --min-np workers (and for workers to start a round); default "
                  "HOROVOD_ELASTIC_TIMEOUT or 600")
-      ->check(CLI::PositiveNumber)->group(group);
+      ->check(integer_at_least(1))->group(group);
   app.add_option("--reset-limit", o.reset_limit, "elastic: most resets (new rounds after the first) before the job fails")
-      ->check(CLI::NonNegativeNumber)->group(group);
+      ->check(integer_at_least(0))->group(group);
   app.add_option("--blacklist-cooldown-range", o.blacklist_cooldown_range,
                  "elastic: MIN MAX seconds a failing host stays blacklisted (default: for good)")
       ->expected(2)->group(group);
   app.add_option("--blacklist-after-failures", o.blacklist_after_failures,
                  "elastic: a host is blacklisted when the workers of one of its slots fail this many times in a "
                  "row without completing a round's start (default 3; 1 = Horovod)")
-      ->check(CLI::PositiveNumber)->group(group);
+      ->check(integer_at_least(1))->group(group);
 }
 
 void define_flags(CLI::App& app, LaunchOptions& o, RawFlags& raw) {
-  app.add_option("--num-proc", o.num_proc, "-np N: number of ranks (processes) to start")->check(CLI::PositiveNumber);
+  app.add_option("--num-proc", o.num_proc, "-np N: number of ranks (processes) to start")->check(integer_at_least(1));
   app.add_flag("--check-build", o.check_build, "-cb: print what korovod was built with, then exit");
   auto* hosts = app.add_option("-H,--hosts", o.hosts, "hosts and their slots: host:slots,host2:slots (default localhost:N)");
   auto* hostfile = app.add_option("--hostfile", o.hostfile, "-hostfile F: lines 'host slots=N' or 'host:N'");
@@ -79,7 +92,7 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawFlags& raw) {
   app.add_option("--network-interfaces", raw.interface_list, "the same, as a comma-separated list");
   app.add_option("--start-timeout", o.start_timeout_seconds,
                  "seconds for every rank to reach the rendezvous and for ssh to connect (HOROVOD_START_TIMEOUT)")
-      ->check(CLI::PositiveNumber);
+      ->check(integer_at_least(1));
   auto* timeline = app.add_option("--timeline-filename", o.timeline_filename, "rank 0 writes a Chrome trace here");
   app.add_flag("--timeline-mark-cycles", o.timeline_mark_cycles, "mark each negotiation cycle in the timeline")
       ->needs(timeline);
@@ -88,7 +101,7 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawFlags& raw) {
   app.add_option("--cycle-time-ms", o.cycle_time_ms, "ms between negotiation cycles (HOROVOD_CYCLE_TIME)")
       ->check(CLI::PositiveNumber);
   app.add_option("--fusion-threshold-mb", o.fusion_threshold_mb, "fusion buffer MiB; 0 disables fusion")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_at_least(0));
   app.add_flag("--verbose", o.verbose, "print each rank's command, the store's address and every exit; "
                                        "ranks log at DEBUG");
   auto* mpi = app.add_flag("--mpi", raw.mpi, "run under Open MPI's mpirun (horovodrun --mpi)");
