@@ -4,14 +4,24 @@
 #include "mpijob/types.h"
 
 namespace controller {
+namespace {
+
+kube::EventRecorderOptions recorder_options(Logger& log, std::string host) {
+  kube::EventRecorderOptions o;
+  o.component = "mpi-operator";
+  o.instance = std::move(host);
+  // Also each failed attempt of a write that is tried again: the log shows the outage.
+  o.on_error = [&log](const std::string& e) { log.warning("event not recorded", {{"error", e}}); };
+  return o;
+}
+
+}  // namespace
 
 EventRecorder::EventRecorder(kube::Client& client, OperatorMetrics& metrics, Logger& log,
                              kube::Clock& clock, std::string host)
     : metrics_(metrics), log_(log),
       events_(client,
-              kube::EventRecorderOptions{
-                  "mpi-operator", std::move(host), 4096,
-                  [&log](const std::string& e) { log.warning("event not recorded", {{"error", e}}); }},
+              recorder_options(log, std::move(host)),
               clock) {}
 
 void EventRecorder::event(const kube::Object& job, const mpijob::Event& e) {

@@ -1,7 +1,8 @@
 // mpijob::Recorder for the operator: events become core/v1 Events on the MPIJob through
 // kube::EventRecorder (source component "mpi-operator", as the reference's recorder; repeats
 // are aggregated into count), counters go to OperatorMetrics, and events are logged. An event
-// that cannot be written is logged and dropped: events are best-effort.
+// whose write fails transiently (API server away, connection cut) is retried in the background
+// (kube::EventRecorder); one that cannot be written at all is logged and dropped.
 #pragma once
 
 #include <atomic>

@@ -1,14 +1,43 @@
 #include "kube/event_recorder.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "kube/api_error.h"
 #include "kube/object_meta.h"
 
 namespace kube {
 
+namespace {
+
+// Failures that may pass by themselves: no connection or no answer (code 0), a timeout,
+// throttling, the API server (or etcd behind it) unavailable.
+bool transient(const std::exception& e) {
+  const auto* api = dynamic_cast<const ApiError*>(&e);
+  if (!api) return false;
+  const int c = api->code();
+  return c == 0 || c == 408 || c == 429 || c >= 500;
+}
+
+}  // namespace
+
 EventRecorder::EventRecorder(Client& client, EventRecorderOptions options, Clock& clock)
-    : client_(client), options_(std::move(options)), clock_(clock) {}
+    : client_(client), options_(std::move(options)), clock_(clock),
+      retrier_([this](std::stop_token stop) { retry_loop(stop); }) {}
+
+EventRecorder::~EventRecorder() {
+  retrier_.request_stop();
+  {
+    std::lock_guard lock(mu_);
+    wake_.notify_all();
+  }
+  retrier_.join();
+  for (const auto& [key, p] : pending_) {
+    report("event " + p.event.value("reason", "") + " for " +
+           p.event["involvedObject"].value("name", "") + " not recorded: the recorder stopped");
+  }
+}
 
 void EventRecorder::normal(const Object& involved, const std::string& reason,
                            const std::string& message) {
@@ -70,9 +99,13 @@ bool EventRecorder::bump(Seen& seen) {
 }
 
 void EventRecorder::remember(const std::string& key, const std::string& ns,
-                             const std::string& name) {
+                             const std::string& name, int64_t count) {
+  if (auto it = seen_.find(key); it != seen_.end()) {  // a retry landed after a newer record
+    lru_.erase(it->second.lru);
+    seen_.erase(it);
+  }
   lru_.push_front(key);
-  seen_[key] = Seen{ns, name, 1, lru_.begin()};
+  seen_[key] = Seen{ns, name, count, lru_.begin()};
   while (seen_.size() > options_.cache_size) {
     seen_.erase(lru_.back());
     lru_.pop_back();
@@ -81,25 +114,118 @@ void EventRecorder::remember(const std::string& key, const std::string& ns,
 
 void EventRecorder::record(const Object& involved, const std::string& type,
                            const std::string& reason, const std::string& message) {
+  // Events of cluster-scoped objects go to "default", as kubectl and client-go do.
+  const std::string ns = namespace_of(involved).empty() ? "default" : namespace_of(involved);
+  const std::string key = involved.value("kind", "") + "\x1f" + ns + "\x1f" +
+                          name_of(involved) + "\x1f" + uid_of(involved) + "\x1f" + type +
+                          "\x1f" + reason + "\x1f" + message;
+  std::lock_guard lock(mu_);
+  if (auto p = pending_.find(key); p != pending_.end()) {
+    // Its earlier write is still being retried: that write carries the repeat too.
+    ++p->second.count;
+    p->second.event["lastTimestamp"] = format_time(clock_.now());
+    return;
+  }
+  Pending write;
   try {
-    // Events of cluster-scoped objects go to "default", as kubectl and client-go do.
-    const std::string ns = namespace_of(involved).empty() ? "default" : namespace_of(involved);
-    const std::string key = involved.value("kind", "") + "\x1f" + ns + "\x1f" +
-                            name_of(involved) + "\x1f" + uid_of(involved) + "\x1f" + type +
-                            "\x1f" + reason + "\x1f" + message;
-    std::lock_guard lock(mu_);
     auto it = seen_.find(key);
     if (it != seen_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second.lru);
+      // Should the bump fail for a while: the same Event, with its name (whole, in case it
+      // expired meanwhile and must be created again).
+      write.event = new_event(involved, type, reason, message, ns);
+      write.event["metadata"]["name"] = it->second.name;
+      write.exists = true;
+      write.count = it->second.count + 1;
       if (bump(it->second)) return;
       lru_.erase(it->second.lru);
       seen_.erase(it);
     }
-    const Object created = client_.create(resources::kEvents, ns,
-                                          new_event(involved, type, reason, message, ns));
+    write = Pending{};
+    write.event = new_event(involved, type, reason, message, ns);
+    const Object created = client_.create(resources::kEvents, ns, write.event);
     remember(key, ns, name_of(created));
   } catch (const std::exception& e) {
-    report("recording event " + reason + " for " + name_of(involved) + " failed: " + e.what());
+    if (!transient(e) || options_.max_attempts <= 1) {
+      report("recording event " + reason + " for " + name_of(involved) + " failed: " + e.what());
+      return;
+    }
+    defer(key, std::move(write), e);
+  }
+}
+
+void EventRecorder::defer(const std::string& key, Pending p, const std::exception& why) {
+  auto delay = options_.retry_base * (1 << std::min(p.attempts - 1, 16));
+  if (delay > options_.retry_max) delay = options_.retry_max;
+  p.due = clock_.steady_now() + delay;
+  report("recording event " + p.event.value("reason", "") + " for " +
+         p.event["involvedObject"].value("name", "") + " failed (attempt " +
+         std::to_string(p.attempts) + " of " + std::to_string(options_.max_attempts) +
+         ", retrying): " + why.what());
+  pending_[key] = std::move(p);
+  wake_.notify_all();
+}
+
+bool EventRecorder::retry(const std::string& key, Pending& p) {
+  const std::string ns = namespace_of(p.event), name = name_of(p.event);
+  const Object patch = {{"count", p.count}, {"lastTimestamp", format_time(clock_.now())}};
+  try {
+    if (!p.exists) {
+      Object event = p.event;
+      event["count"] = p.count;
+      try {
+        client_.create(resources::kEvents, ns, event);
+        remember(key, ns, name, p.count);
+        return true;
+      } catch (const ApiError& e) {
+        // An earlier attempt landed although its answer was lost: set the count on it.
+        if (!is_already_exists(e)) throw;
+        p.exists = true;
+      }
+    }
+    client_.patch(resources::kEvents, ns, name, PatchType::Merge, patch.dump(), {});
+    remember(key, ns, name, p.count);
+    return true;
+  } catch (const std::exception& e) {
+    ++p.attempts;  // the one that just failed
+    if (const auto* api = dynamic_cast<const ApiError*>(&e); api && is_not_found(*api)) {
+      p.exists = false;  // expired meanwhile: create it again under the same name
+      p.event["count"] = p.count;
+    } else if (!transient(e) || p.attempts >= options_.max_attempts) {
+      report("recording event " + p.event.value("reason", "") + " for " +
+             p.event["involvedObject"].value("name", "") + " failed after " +
+             std::to_string(p.attempts) + " attempts: " + e.what());
+      return true;
+    }
+    Pending again = std::move(p);
+    defer(key, std::move(again), e);
+    return false;
+  }
+}
+
+void EventRecorder::retry_loop(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  while (!stop.stop_requested()) {
+    auto next = std::chrono::steady_clock::time_point::max();
+    for (const auto& [key, p] : pending_) next = std::min(next, p.due);
+    const size_t waiting = pending_.size();
+    if (next == std::chrono::steady_clock::time_point::max()) {
+      next = clock_.steady_now() + std::chrono::hours(1);
+    }
+    clock_.wait_until(lock, wake_, next, [&] {
+      return stop.stop_requested() || pending_.size() != waiting;
+    });
+    if (stop.stop_requested()) return;
+    const auto now = clock_.steady_now();
+    std::vector<std::string> due;
+    for (const auto& [key, p] : pending_) {
+      if (p.due <= now) due.push_back(key);
+    }
+    for (const auto& key : due) {
+      auto node = pending_.extract(key);
+      if (node.empty()) continue;
+      retry(key, node.mapped());  // re-adds it through defer() when it must wait again
+    }
   }
 }
 

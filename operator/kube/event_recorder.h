@@ -1,14 +1,23 @@
 // EventRecorder: writes core/v1 Events about an involved object, as client-go's recorder does.
 // A repeat of the same (object, type, reason, message) bumps count and lastTimestamp on the
 // existing Event (a merge patch) instead of creating a new one. Recording never throws into
-// the controller: failures go to on_error (e.g. a log line) and are otherwise dropped.
+// the controller: failures go to on_error (e.g. a log line).
+// A write that fails in a way that may pass (no connection, 408, 429, 5xx: the API server
+// restarting, a cut connection) is tried again in the background with backoff, up to
+// max_attempts in all, as client-go's recorder does, so a transition is not lost to a blip.
+// Retries keep the Event's name: a create whose answer was lost but which landed comes back
+// AlreadyExists and is not written twice; a count bump sets an absolute count. Repeats while
+// a write is pending raise its count. Other failures (403, 422, ...) are dropped.
 // Calls are synchronous; callers on hot paths should record sparingly.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <list>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "kube/client.h"
@@ -21,11 +30,17 @@ struct EventRecorderOptions {
   std::string instance;           // reportingInstance, e.g. the pod name; optional
   size_t cache_size = 4096;       // distinct events remembered for aggregation (LRU)
   std::function<void(const std::string&)> on_error;
+  int max_attempts = 12;                            // per write, the first one included
+  std::chrono::milliseconds retry_base{500};        // backoff doubles from here ...
+  std::chrono::milliseconds retry_max{10000};       // ... up to this
 };
 
 class EventRecorder {
  public:
   EventRecorder(Client& client, EventRecorderOptions options, Clock& clock);
+  ~EventRecorder();  // writes still pending are dropped (and reported)
+  EventRecorder(const EventRecorder&) = delete;
+  EventRecorder& operator=(const EventRecorder&) = delete;
 
   void normal(const Object& involved, const std::string& reason, const std::string& message);
   void warning(const Object& involved, const std::string& reason, const std::string& message);
@@ -39,11 +54,25 @@ class EventRecorder {
     int64_t count = 0;
     std::list<std::string>::iterator lru;
   };
+  // A write that failed transiently: the Event `event` (named) must exist with `count`.
+  // `exists`: it was created before, so a retry patches the count instead of creating it.
+  struct Pending {
+    Object event;
+    bool exists = false;
+    int64_t count = 1;
+    int attempts = 1;
+    std::chrono::steady_clock::time_point due;
+  };
   Object new_event(const Object& involved, const std::string& type, const std::string& reason,
                    const std::string& message, const std::string& ns);
   bool bump(Seen& seen);  // false when the Event is gone and must be recreated
-  void remember(const std::string& key, const std::string& ns, const std::string& name);
+  void remember(const std::string& key, const std::string& ns, const std::string& name,
+                int64_t count = 1);
   void report(const std::string& what) const;
+  // The write of one pending entry; true when done (written, or given up on).
+  bool retry(const std::string& key, Pending& p);
+  void defer(const std::string& key, Pending p, const std::exception& why);
+  void retry_loop(std::stop_token stop);
 
   Client& client_;
   const EventRecorderOptions options_;
@@ -53,6 +82,9 @@ class EventRecorder {
   std::unordered_map<std::string, Seen> seen_;  // GUARDED_BY(mu_)
   std::list<std::string> lru_;                  // GUARDED_BY(mu_): front = most recent
   uint64_t sequence_ = 0;                       // GUARDED_BY(mu_): keeps event names unique
+  std::unordered_map<std::string, Pending> pending_;  // GUARDED_BY(mu_): by aggregation key
+  std::condition_variable wake_;                // pending_ gained an entry, or stop
+  std::jthread retrier_;                        // last: started after everything it uses
 };
 
 }  // namespace kube

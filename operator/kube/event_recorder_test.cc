@@ -1,5 +1,8 @@
 #include "kube/event_recorder.h"
 
+#include <functional>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "kube/api_error.h"
@@ -25,6 +28,17 @@ class EventRecorderTest : public ::testing::Test {
     return o;
   }
   std::vector<Object> events() { return client.list(kEvents, "ns", {}).items; }
+  // Moves fake time in steps of the longest retry delay until pred() holds (the recorder's
+  // retries run on their own thread, so this polls in real time, up to 5 s).
+  bool advance_until(const std::function<bool()>& pred) {
+    for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+         std::chrono::steady_clock::now() < end;) {
+      if (pred()) return true;
+      clock.advance(std::chrono::seconds(10));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return pred();
+  }
   FakeClock clock;
   MemoryClient client{clock};
   Object job;
@@ -108,6 +122,77 @@ TEST_F(EventRecorderTest, AggregationCacheIsBounded) {
   rec.normal(job, "C", "m");  // evicts A
   rec.normal(job, "A", "m");  // so A starts a new Event
   EXPECT_EQ(events().size(), 4u);
+}
+
+// The API server away (no connection): the write is tried again later, under the same name.
+TEST_F(EventRecorderTest, TransientFailureIsRetriedInTheBackground) {
+  EventRecorder rec(client, options(), clock);
+  client.fail_next(Verb::Create, 2, ApiError(0, "ConnectionFailed", "connection refused"),
+                   "events");
+  rec.normal(job, "MPIJobSucceeded", "done");
+  EXPECT_TRUE(events().empty());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("attempt 1 of 12, retrying"), std::string::npos) << errors[0];
+  ASSERT_TRUE(advance_until([&] { return !events().empty(); }));
+  const auto evs = events();
+  ASSERT_EQ(evs.size(), 1u);
+  EXPECT_EQ(evs[0]["reason"], "MPIJobSucceeded");
+  EXPECT_EQ(evs[0]["count"], 1);
+  EXPECT_EQ(client.request_count(Verb::Create), 1 + 3);  // the job + 2 failed + 1 landed
+  // Aggregation resumes on the Event the retry created.
+  rec.normal(job, "MPIJobSucceeded", "done");
+  ASSERT_EQ(events().size(), 1u);
+  EXPECT_EQ(events()[0]["count"], 2);
+}
+
+// A create that landed although its answer was lost: the retry finds it (same name) and
+// leaves one Event, not two; a repeat recorded meanwhile is counted on it.
+TEST_F(EventRecorderTest, RetryOfCreateThatLandedMakesNoDuplicate) {
+  std::string sent_name;
+  int creates = 0;
+  client.set_failure_hook([&](const Request& r) -> std::optional<ApiError> {
+    if (r.verb != Verb::Create || r.resource.resource != "events" || creates++ > 0) {
+      return std::nullopt;
+    }
+    sent_name = r.name;
+    return ApiError(0, "ConnectionFailed", "connection reset after the request was sent");
+  });
+  EventRecorder rec(client, options(), clock);
+  rec.normal(job, "MPIJobCreated", "created");
+  ASSERT_FALSE(sent_name.empty());
+  // What the API server did with the request whose answer was lost.
+  client.create(kEvents, "ns",
+                {{"metadata", {{"name", sent_name}}}, {"reason", "MPIJobCreated"}, {"count", 1}});
+  rec.normal(job, "MPIJobCreated", "created");  // a repeat while the write is pending
+  ASSERT_TRUE(advance_until([&] { return events().size() == 1 && events()[0]["count"] == 2; }))
+      << events().size();
+  EXPECT_EQ(name_of(events()[0]), sent_name);
+}
+
+TEST_F(EventRecorderTest, RetriesStopAfterMaxAttempts) {
+  auto opts = options();
+  opts.max_attempts = 3;
+  EventRecorder rec(client, opts, clock);
+  client.fail_next(Verb::Create, 100, ApiError(503, "ServiceUnavailable", "etcd is away"),
+                   "events");
+  rec.normal(job, "R", "m");
+  ASSERT_TRUE(advance_until([&] {
+    return !errors.empty() && errors.back().find("failed after 3 attempts") != std::string::npos;
+  })) << (errors.empty() ? "" : errors.back());
+  clock.advance(std::chrono::minutes(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(client.request_count(Verb::Create), 1 + 3);  // the job + 3 attempts, no more
+  EXPECT_TRUE(events().empty());
+}
+
+TEST_F(EventRecorderTest, PermanentFailureIsNotRetried) {
+  EventRecorder rec(client, options(), clock);
+  client.fail_next(Verb::Create, 1, ApiError(422, "Invalid", "bad event"), "events");
+  rec.normal(job, "R", "m");
+  clock.advance(std::chrono::minutes(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(client.request_count(Verb::Create), 1 + 1);
+  EXPECT_TRUE(events().empty());
 }
 
 }  // namespace
