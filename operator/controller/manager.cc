@@ -6,6 +6,7 @@
 #include "controller/namespaced_cache.h"
 #include "controller/owner_mapping.h"
 #include "controller/recorder.h"
+#include "controller/verified_status_client.h"
 #include "kube/object_meta.h"
 #include "kube/rate_limiter.h"
 #include "mpijob/builders.h"
@@ -73,8 +74,10 @@ Manager::Manager(kube::Client& client, ManagerOptions options, kube::Clock& cloc
     }
   }
   cache_ = std::move(cache);
+  // A status write whose answer was lost may have landed: see verified_status_client.h.
+  reconciler_client_ = std::make_unique<VerifiedStatusClient>(client_, clock_);
   reconciler_ = std::make_unique<mpijob::Reconciler>(
-      client_, *cache_, options_.keys ? *options_.keys : *own_keys_,
+      *reconciler_client_, *cache_, options_.keys ? *options_.keys : *own_keys_,
       options_.recorder ? *options_.recorder : *own_recorder_, clock_, options_.reconciler);
 }
 

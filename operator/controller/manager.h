@@ -82,6 +82,7 @@ class Manager {
   kube::WorkQueue queue_;  // thread-safe
   std::vector<std::unique_ptr<kube::Informer>> informers_;  // set up in the constructor
   std::unique_ptr<mpijob::Cache> cache_;
+  std::unique_ptr<kube::Client> reconciler_client_;  // client_ with status writes verified
   std::unique_ptr<mpijob::Reconciler> reconciler_;
   std::atomic<bool> synced_{false};
   std::atomic<uint64_t> reconciles_{0};

@@ -1,0 +1,50 @@
+#include "controller/verified_status_client.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+
+#include "kube/object_meta.h"
+
+namespace controller {
+namespace {
+
+bool unanswered(const kube::ApiError& e) { return e.code() == 0; }
+
+}  // namespace
+
+kube::Object VerifiedStatusClient::update_status(const kube::Resource& r, const std::string& ns,
+                                                 const kube::Object& obj) {
+  try {
+    return inner_.update_status(r, ns, obj);
+  } catch (const kube::ApiError& e) {
+    if (!unanswered(e)) throw;
+    const std::string sent_rv = kube::resource_version_of(obj);
+    const kube::Object sent_status = obj.value("status", kube::Object::object());
+    std::mutex mu;
+    std::condition_variable cv;
+    std::unique_lock lock(mu);
+    const auto deadline = clock_.steady_now() + verify_for_;
+    auto pause = std::chrono::milliseconds(200);
+    for (;;) {
+      std::optional<kube::Object> current;
+      try {
+        current = inner_.get(r, ns, kube::name_of(obj));
+      } catch (const kube::ApiError& ge) {
+        if (!unanswered(ge) && ge.code() < 500 && ge.code() != 429) throw e;  // e.g. deleted
+      }
+      if (current) {
+        const bool landed = kube::resource_version_of(*current) != sent_rv &&
+                            current->value("status", kube::Object::object()) == sent_status;
+        if (landed) return *current;
+        throw e;  // not applied (or overwritten since): the caller syncs again
+      }
+      if (clock_.steady_now() + pause > deadline) throw e;
+      clock_.wait_until(lock, cv, clock_.steady_now() + pause, [] { return false; });
+      pause = std::min(pause * 2, std::chrono::milliseconds(2000));
+    }
+  }
+}
+
+}  // namespace controller
