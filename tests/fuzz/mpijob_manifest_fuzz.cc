@@ -1,0 +1,84 @@
+// MPIJob manifests as `korovod run job.yaml` reads them (operator/local/local_run.cc): YAML
+// documents to JSON (operator/local/yaml_json.cc), the MPIJob document found, defaulted and
+// validated (operator/mpijob/types, defaults, validation).
+//
+// Invariants, for any file content:
+//  - yaml_documents returns documents or throws std::runtime_error ("invalid YAML: ..."),
+//    nothing else (no std::out_of_range from a huge number), and no crash;
+//  - each document read back from its own JSON text (JSON is YAML, and kubectl takes JSON
+//    manifests) is the same document: the YAML scalar rules and JSON's numbers agree;
+//  - defaulting is idempotent and validation returns field errors rather than failing,
+//    for a manifest whose fields have the types the CRD gives them. A field of another type
+//    (replicas: "two") makes the MPIJob accessors throw nlohmann's type_error: local mode has
+//    no CRD schema in front of them (reported; the target accepts that error only);
+//  - the status decodes and re-encodes to an equal status.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fuzz_check.h"
+#include "local/yaml_json.h"
+#include "mpijob/defaults.h"
+#include "mpijob/types.h"
+#include "mpijob/validation.h"
+
+namespace {
+
+void check_json_round_trip(const kube::Object& doc) {
+  std::string text;
+  try {
+    text = doc.dump();
+  } catch (const nlohmann::json::type_error&) {
+    return;  // a string that is not UTF-8 (yaml-cpp does not check): no JSON text to read
+  }
+  std::vector<kube::Object> back;
+  try {
+    back = local::yaml_documents(text);
+  } catch (const std::runtime_error& e) {
+    FUZZ_CHECK(false, "a document's JSON text is not read back (" + std::string(e.what()) + "): " +
+                          fuzz::excerpt(text));
+  }
+  FUZZ_CHECK(back.size() == 1 && back[0] == doc,
+             "a document changed through its JSON text " + fuzz::excerpt(text) + " -> " +
+                 (back.size() == 1 ? fuzz::excerpt(back[0].dump()) : std::to_string(back.size()) + " documents"));
+}
+
+void check_mpijob(kube::Object obj) {
+  auto& meta = obj["metadata"];
+  if (!meta.is_object() && !meta.is_null()) return;  // local_run.cc fails on it before these steps
+  if (!meta.contains("namespace")) meta["namespace"] = "default";
+  try {
+    mpijob::MPIJob job(obj);
+    mpijob::apply_defaults(job);
+    const kube::Object once = job.json();
+    mpijob::apply_defaults(job);
+    FUZZ_CHECK(job.json() == once, "defaulting is not idempotent: " + fuzz::excerpt(once.dump()));
+    const auto errors = mpijob::validate(job);
+    for (const auto& e : errors) FUZZ_CHECK(!e.field.empty(), "a field error names no field: " + e.to_string());
+    const mpijob::JobStatus status = job.status();
+    FUZZ_CHECK(mpijob::status_from_json(mpijob::status_to_json(status)) == status, "status round trip");
+  } catch (const nlohmann::json::type_error&) {
+    // A field of the wrong type (see above).
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  std::vector<kube::Object> docs;
+  try {
+    docs = local::yaml_documents(text);
+  } catch (const std::runtime_error& e) {
+    FUZZ_CHECK(std::string(e.what()).rfind("invalid YAML: ", 0) == 0, e.what());
+    return 0;
+  }
+  for (const auto& doc : docs) check_json_round_trip(doc);
+  for (const auto& doc : docs)
+    if (doc.is_object() && doc.value("kind", kube::Object()) == "MPIJob") {
+      check_mpijob(doc);
+      break;  // the first MPIJob document, as local mode takes it
+    }
+  return 0;
+}
