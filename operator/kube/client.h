@@ -91,6 +91,9 @@ struct DeleteOptions {
   std::string propagation_policy;  // "", "Background", "Foreground", "Orphan"
   std::optional<std::string> precondition_uid;
   std::optional<std::string> precondition_resource_version;
+  // 0 deletes at once: what a kubelet sends once a pod's containers are stopped (a pod already
+  // being deleted gracefully is not removed by a DELETE without it).
+  std::optional<int64_t> grace_period_seconds;
 };
 
 struct WatchEvent {

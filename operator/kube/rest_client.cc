@@ -375,6 +375,7 @@ void RestClient::remove(const Resource& r, const std::string& ns, const std::str
   if (opts.precondition_uid) body["preconditions"]["uid"] = *opts.precondition_uid;
   if (opts.precondition_resource_version)
     body["preconditions"]["resourceVersion"] = *opts.precondition_resource_version;
+  if (opts.grace_period_seconds) body["gracePeriodSeconds"] = *opts.grace_period_seconds;
   impl_->call({http::methods::DEL, rest::resource_path(r, ns, name), body.dump(),
                "application/json", true});
 }

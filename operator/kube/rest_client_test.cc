@@ -144,6 +144,10 @@ TEST_F(RestClientTest, DeleteSendsPropagationAndPreconditions) {
   EXPECT_EQ(body["propagationPolicy"], "Foreground");
   EXPECT_EQ(body["preconditions"]["uid"], "u1");
   EXPECT_EQ(body["preconditions"]["resourceVersion"], "7");
+  EXPECT_FALSE(body.contains("gracePeriodSeconds"));
+  o.grace_period_seconds = 0;
+  client().remove(kPod, "ns", "p", o);
+  EXPECT_EQ(Object::parse(seen.body)["gracePeriodSeconds"], 0);
 }
 
 TEST_F(RestClientTest, RetriesTooManyRequestsThenSucceeds) {

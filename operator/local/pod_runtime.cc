@@ -231,6 +231,7 @@ void PodRuntime::finish_deleted_pod(Pod& pod) {
   if (options_.node_name.empty()) return;  // the in-memory API deletes without waiting for us
   kube::DeleteOptions opts;
   opts.precondition_uid = kube::uid_of(pod.object);
+  opts.grace_period_seconds = 0;  // stopped: the graceful deletion ends now, as a kubelet ends it
   try {
     client_.remove(kube::resources::kPods, kube::namespace_of(pod.object), kube::name_of(pod.object), opts);
   } catch (const kube::ApiError& e) {
