@@ -196,6 +196,8 @@ TEST(Membership, ScalingReplicasTouchesWorkersOnlyNeverTheLauncher) {
   const std::vector<kube::Object> two = {testing::worker("pi", 0, "Running"),
                                          testing::worker("pi", 1, "Running")};
   Sync up(elastic_job(4), two, two);
+  // The ConfigMap as the 2-worker job wrote it (its hostfile names two workers).
+  (*up.observed.config_map)["data"] = build_config_map(defaulted(elastic_job(2)), two, {})["data"];
   const Plan p = up.run();
   std::vector<std::string> created;
   for (const auto& a : p.actions) {
@@ -203,9 +205,11 @@ TEST(Membership, ScalingReplicasTouchesWorkersOnlyNeverTheLauncher) {
     if (a.verb == Action::Verb::Create) created.push_back(object_name(a.object));
   }
   EXPECT_EQ(created, (std::vector<std::string>{"pi-worker-2", "pi-worker-3"}));
+  ASSERT_NE(config_map_update(p), nullptr) << "the hostfile names 4 workers now";
   EXPECT_FALSE(config_map_update(p)->event_on_success) << "hostfile changed, the list did not";
 
   Sync down(elastic_job(1), two, two);
+  (*down.observed.config_map)["data"] = build_config_map(defaulted(elastic_job(2)), two, {})["data"];
   const Plan q = down.run();
   std::vector<std::string> deleted;
   for (const auto& a : q.actions) {
@@ -214,6 +218,7 @@ TEST(Membership, ScalingReplicasTouchesWorkersOnlyNeverTheLauncher) {
   }
   EXPECT_EQ(deleted, (std::vector<std::string>{"pi-worker-1"}));
   ASSERT_TRUE(config_map_update(q));
+  ASSERT_TRUE(config_map_update(q)->event_on_success);
   EXPECT_EQ(config_map_update(q)->event_on_success->message, "2 -> 1 workers (removed pi-worker-1)");
   EXPECT_FALSE(is_finished(status_from_json(*q.status)));
 }
