@@ -252,3 +252,18 @@ def test_any_rank_is_true_everywhere_when_one_rank_says_so():
     assert state.any_rank(hvd.rank() == hvd.size() - 1) is True
     # The base State has no gather: it answers for itself (Horovod's trust in skip_sync).
     assert State(bcast_object=lambda obj: obj, get_rank=hvd.rank).any_rank(False) is False
+
+
+def test_restoring_the_same_commit_twice_gives_the_commit_both_times():
+    # torch 2's Optimizer.load_state_dict keeps the given tensors: a restore that handed over the
+    # committed tensors would let the next steps change the commit itself.
+    model = rank_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    one_step(model, optimizer, seed=20)
+    state = hvd.elastic.TorchState(model, optimizer)
+    committed = snapshot(model, optimizer)
+    for attempt in range(2):
+        one_step(model, optimizer, seed=21 + attempt)
+        one_step(model, optimizer, seed=23 + attempt)
+        state.restore()
+        check_on_all_ranks(assert_same_state, model, optimizer, committed, f"restore {attempt + 1}")

@@ -64,6 +64,12 @@ class OptimizerStateHandler(_StateDictHandler):
     """A torch.optim.Optimizer (or DistributedOptimizer): sync broadcasts rank 0's state and
     hyper-parameters (learning rate included)."""
 
+    def restore(self) -> None:
+        # torch 2's Optimizer.load_state_dict adopts the given state tensors instead of copying
+        # them (torch 1 copied): the next step would update the saved commit in place, and a
+        # second restore to the same commit would load those updated values.
+        self.value.load_state_dict(copy.deepcopy(self._saved))
+
     def sync(self) -> None:
         broadcast_optimizer_state(self.value, root_rank=0)
 
