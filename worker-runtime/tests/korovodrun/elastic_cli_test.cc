@@ -55,6 +55,15 @@ TEST(ElasticCli, EveryFlagWithHorovodrunsSpelling) {
   EXPECT_EQ(o.command, (Words{"python", "train.py"}));
 }
 
+TEST(ElasticCli, CooldownRangeRightBeforeTheCommandTakesTwoValues) {
+  const ParsedCommandLine p =
+      parse({"--min-np", "2", "--host-discovery-script", "d", "--blacklist-cooldown-range", "10", "100", "python",
+             "train.py"});
+  ASSERT_FALSE(p.exit_code);
+  EXPECT_EQ(p.options.blacklist_cooldown_range, (std::vector<int>{10, 100}));
+  EXPECT_EQ(p.options.command, (Words{"python", "train.py"}));
+}
+
 TEST(ElasticCli, LongAliases) {
   const ParsedCommandLine p = parse({"--min-num-proc", "2", "--max-num-proc", "4", "--host-discovery-script", "d", "p"});
   ASSERT_FALSE(p.exit_code);

@@ -70,7 +70,9 @@ void define_elastic_flags(CLI::App& app, LaunchOptions& o) {
       ->check(integer_at_least(0))->group(group);
   app.add_option("--blacklist-cooldown-range", o.blacklist_cooldown_range,
                  "elastic: MIN MAX seconds a failing host stays blacklisted (default: for good)")
-      ->expected(2)->group(group);
+      ->expected(2)
+      ->allow_extra_args(false)  // exactly MIN MAX: the command after them is not a third value
+      ->group(group);
   app.add_option("--blacklist-after-failures", o.blacklist_after_failures,
                  "elastic: a host is blacklisted when the workers of one of its slots fail this many times in a "
                  "row without completing a round's start (default 3; 1 = Horovod)")
