@@ -12,6 +12,11 @@ namespace {
 
 bool unanswered(const kube::ApiError& e) { return e.code() == 0; }
 
+// Worth reading back: no answer, or 409 Conflict, which is also what a write that landed
+// returns when the REST client sent it again after the connection broke (PUT counts as
+// idempotent there; the retry's resourceVersion precondition then fails on our own write).
+bool may_have_landed(const kube::ApiError& e) { return unanswered(e) || kube::is_conflict(e); }
+
 }  // namespace
 
 kube::Object VerifiedStatusClient::update_status(const kube::Resource& r, const std::string& ns,
@@ -19,7 +24,7 @@ kube::Object VerifiedStatusClient::update_status(const kube::Resource& r, const 
   try {
     return inner_.update_status(r, ns, obj);
   } catch (const kube::ApiError& e) {
-    if (!unanswered(e)) throw;
+    if (!may_have_landed(e)) throw;
     const std::string sent_rv = kube::resource_version_of(obj);
     const kube::Object sent_status = obj.value("status", kube::Object::object());
     std::mutex mu;

@@ -1,6 +1,7 @@
 // A kube::Client decorator for the reconciler's status writes. When update_status fails
 // without an answer (no connection, the connection cut after the request went out: ApiError
-// code 0), the write may or may not have been applied. The reconciler reports a transition's
+// code 0), or with 409 Conflict (what the REST client's own retry of a PUT that had landed
+// gets back), the write may or may not have been applied. The reconciler reports a transition's
 // events only after its status write succeeded, and the next sync sees no transition once the
 // write landed, so an unanswered write that landed would lose those events for good. This
 // client reads the object back (retrying while the API server is away, up to verify_for) and,

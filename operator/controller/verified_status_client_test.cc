@@ -125,10 +125,29 @@ TEST_F(VerifiedStatusClientTest, GivesUpWhenTheApiServerStaysAway) {
 }
 
 TEST_F(VerifiedStatusClientTest, AnsweredErrorsPassThrough) {
-  memory.fail_next(kube::Verb::UpdateStatus, 1, kube::ApiError(409, "Conflict", "stale"));
+  memory.fail_next(kube::Verb::UpdateStatus, 1, kube::ApiError(422, "Invalid", "bad status"));
   VerifiedStatusClient c(memory, clock);
   EXPECT_THROW(c.update_status(kJobs, "ns", job), kube::ApiError);
   EXPECT_EQ(memory.request_count(kube::Verb::Get), 0);
+}
+
+// The REST client resent a PUT whose first attempt landed: the resend's resourceVersion
+// precondition fails on our own write (409). The status is ours: the write counts.
+TEST_F(VerifiedStatusClientTest, ConflictWithOurOwnLandedWriteSucceeds) {
+  memory.update_status(kJobs, "ns", job);  // the first attempt, whose answer was lost
+  memory.fail_next(kube::Verb::UpdateStatus, 1,
+                   kube::ApiError(409, "Conflict", "the object has been modified"));
+  VerifiedStatusClient c(memory, clock);
+  EXPECT_EQ(c.update_status(kJobs, "ns", job)["status"], job["status"]);
+}
+
+// A conflict with someone else's write (a different status) is a real conflict.
+TEST_F(VerifiedStatusClientTest, ConflictWithAnotherWriteThrows) {
+  kube::Object other = job;
+  other["status"] = {{"conditions", {{{"type", "Failed"}, {"status", "True"}}}}};
+  memory.update_status(kJobs, "ns", other);
+  VerifiedStatusClient c(memory, clock);
+  EXPECT_THROW(c.update_status(kJobs, "ns", job), kube::ApiError);
 }
 
 }  // namespace
