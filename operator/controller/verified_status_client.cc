@@ -19,10 +19,24 @@ bool may_have_landed(const kube::ApiError& e) { return unanswered(e) || kube::is
 
 }  // namespace
 
+void VerifiedStatusClient::answered(const kube::Object& written) {
+  std::lock_guard lock(mu_);
+  if (answered_rv_.size() > 100000) answered_rv_.clear();  // deleted jobs' entries, now and then
+  answered_rv_[kube::object_key(written)] = kube::resource_version_of(written);
+}
+
+bool VerifiedStatusClient::answered_before(const kube::Object& current) {
+  std::lock_guard lock(mu_);
+  auto it = answered_rv_.find(kube::object_key(current));
+  return it != answered_rv_.end() && it->second == kube::resource_version_of(current);
+}
+
 kube::Object VerifiedStatusClient::update_status(const kube::Resource& r, const std::string& ns,
                                                  const kube::Object& obj) {
   try {
-    return inner_.update_status(r, ns, obj);
+    kube::Object written = inner_.update_status(r, ns, obj);
+    answered(written);
+    return written;
   } catch (const kube::ApiError& e) {
     if (!may_have_landed(e)) throw;
     const std::string sent_rv = kube::resource_version_of(obj);
@@ -41,8 +55,12 @@ kube::Object VerifiedStatusClient::update_status(const kube::Resource& r, const 
       }
       if (current) {
         const bool landed = kube::resource_version_of(*current) != sent_rv &&
-                            current->value("status", kube::Object::object()) == sent_status;
-        if (landed) return *current;
+                            current->value("status", kube::Object::object()) == sent_status &&
+                            !answered_before(*current);
+        if (landed) {
+          answered(*current);
+          return *current;
+        }
         throw e;  // not applied (or overwritten since): the caller syncs again
       }
       if (clock_.steady_now() + pause > deadline) throw e;

@@ -8,9 +8,16 @@
 // if it carries exactly the status that was sent under a new resourceVersion, returns it as the
 // write's answer. Otherwise the original error is thrown, as before. Every other call passes
 // through unchanged.
+// Not ours: a status this client already got an answer for. Two syncs of one job racing on a
+// stale cache compute the same status (times have second precision); the second one's 409 is a
+// real conflict, its transition already reported by the first. So the resourceVersion of each
+// answered write is remembered per object, and a read-back showing it is not taken as landed.
 #pragma once
 
 #include <chrono>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "kube/client.h"
 #include "kube/clock.h"
@@ -53,9 +60,15 @@ class VerifiedStatusClient final : public kube::Client {
   }
 
  private:
+  void answered(const kube::Object& written);
+  bool answered_before(const kube::Object& current);
+
   kube::Client& inner_;
   kube::Clock& clock_;
   const std::chrono::milliseconds verify_for_;
+  std::mutex mu_;
+  // namespace/name -> resourceVersion of the last status write answered to this client.
+  std::unordered_map<std::string, std::string> answered_rv_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace controller

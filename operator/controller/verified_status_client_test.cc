@@ -141,6 +141,14 @@ TEST_F(VerifiedStatusClientTest, ConflictWithOurOwnLandedWriteSucceeds) {
   EXPECT_EQ(c.update_status(kJobs, "ns", job)["status"], job["status"]);
 }
 
+// Two syncs racing on a stale cache write the same status: the second one's 409 is a real
+// conflict (the first one's answer came, and it reported the transition).
+TEST_F(VerifiedStatusClientTest, ConflictWithOurOwnAnsweredWriteThrows) {
+  VerifiedStatusClient c(memory, clock);
+  c.update_status(kJobs, "ns", job);  // answered
+  EXPECT_THROW(c.update_status(kJobs, "ns", job), kube::ApiError);  // same status, stale rv
+}
+
 // A conflict with someone else's write (a different status) is a real conflict.
 TEST_F(VerifiedStatusClientTest, ConflictWithAnotherWriteThrows) {
   kube::Object other = job;
