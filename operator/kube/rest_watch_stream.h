@@ -11,6 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <cpprest/containerstream.h>
 #include <cpprest/http_client.h>
@@ -82,11 +84,14 @@ class RestWatchStream final : public WatchStream {
   // Reads one line, queues its event, and schedules the next read. The chain owns the state
   // (shared_ptr) so it may outlive the stream object; it stops at end of stream or error.
   static void read_next_line(std::shared_ptr<State> st, concurrency::streams::istream body) {
-    auto line = std::make_shared<concurrency::streams::container_buffer<std::string>>();
+    // A byte buffer, as the body is: cpprestsdk passes a std::string buffer to read_line by
+    // reinterpreting it as a byte buffer (UB that UBSan reports in the watch stream fuzz target).
+    auto line = std::make_shared<concurrency::streams::container_buffer<std::vector<uint8_t>>>();
     body.read_line(*line).then([st, body, line](pplx::task<size_t> read) {
       try {
         const size_t n = read.get();
-        std::string text = std::move(line->collection());
+        const std::vector<uint8_t>& bytes = line->collection();
+        std::string text(bytes.begin(), bytes.end());
         if (n == 0 && text.empty() && body.is_eof()) return finish(*st, std::nullopt);
         if (!text.empty() && text.find_first_not_of(" \r\n\t") != std::string::npos)
           if (!deliver(*st, parse_watch_event(text))) return;
