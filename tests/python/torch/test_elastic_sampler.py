@@ -208,5 +208,24 @@ def test_torch_state_reset_reshards_without_a_sync(world):
     assert list(sampler)[:3] == [7, 9, 11]
 
 
+def test_restore_without_a_runtime_takes_the_commit_and_the_reset_reshards(world):
+    # After a failure the runtime may be dead when the state is restored.
+    world(0, 2)
+    sampler = hvd.elastic.ElasticSampler(ListDataset(20), shuffle=False)
+    state = hvd.elastic.TorchState(sampler=sampler)
+    sampler.record_batch(0, 2)
+    state.save()
+    sampler.record_batch(1, 2)
+    hvd.shutdown()
+    try:
+        state.restore()
+        assert sampler.processed_num == 4
+    finally:
+        hvd.init()
+    world(1, 3)
+    state.on_reset()
+    assert list(sampler) == [5, 8, 11, 14, 17, 4]
+
+
 def _expect(condition: bool, message: str) -> None:
     assert condition, message

@@ -23,6 +23,7 @@ import enum
 import functools
 import os
 import queue
+import sys
 from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
 from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
@@ -224,6 +225,27 @@ class ObjectState(State):
             setattr(self, name, value)
 
 
+# Consecutive failed inits of one reset before the error ends the worker.
+RESET_ATTEMPTS = 3
+
+
+def reset_runtime(shutdown: Callable[[], None], init: Callable[[], None]) -> None:
+    """A reset: shutdown then init. In an elastic job a failed init (a member of the new round
+    died during its rendezvous) is retried: the next init waits for the driver's next round,
+    which leaves the dead member out. A worker the driver removed keeps waiting there until the
+    driver stops it."""
+    for attempt in range(1, RESET_ATTEMPTS + 1):
+        shutdown()
+        try:
+            init()
+            return
+        except ValueError as error:  # basics.init's "Horovod initialization failed: ..."
+            if not elastic_mode() or attempt == RESET_ATTEMPTS:
+                raise
+            print(f"korovod elastic: reset attempt {attempt} of {RESET_ATTEMPTS} failed, waiting "
+                  f"for the driver's next round: {error}", file=sys.stderr, flush=True)
+
+
 def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
     """Wraps `func(state, *args, **kwargs)` in the elastic retry loop; `reset` restarts the
     runtime (shutdown + init: joins the next round of an elastic job)."""
@@ -249,4 +271,4 @@ def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
     return wrapper
 
 
-__all__ = ["HostUpdateResult", "ObjectState", "State", "StoreWatch", "elastic_mode", "run_fn"]
+__all__ = ["HostUpdateResult", "ObjectState", "State", "StoreWatch", "elastic_mode", "reset_runtime", "run_fn"]

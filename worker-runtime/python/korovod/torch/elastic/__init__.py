@@ -12,7 +12,7 @@ rolls the survivors back to the last commit, a change of hosts interrupts everyo
 both reset the runtime into the driver's next round and sync the state from rank 0.
 """
 
-from korovod.common.elastic import run_fn
+from korovod.common.elastic import reset_runtime, run_fn
 from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 from korovod.torch.elastic.sampler import ElasticSampler
 from korovod.torch.elastic.state import TorchState
@@ -31,8 +31,7 @@ def run(func):
 
 
 def _reset() -> None:
-    shutdown()
-    init()
+    reset_runtime(shutdown, init)
 
 
 __all__ = ["ElasticSampler", "HorovodInternalError", "HostsUpdatedInterrupt", "TorchState", "run"]

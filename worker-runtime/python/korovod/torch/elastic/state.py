@@ -12,7 +12,7 @@ from korovod.common.elastic import ObjectState
 from korovod.torch.elastic.sampler import ElasticSampler
 from korovod.torch.functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                                      broadcast_parameters)
-from korovod.torch.mpi_ops import rank
+from korovod.torch.mpi_ops import is_initialized, rank
 
 
 class StateHandler:
@@ -76,6 +76,14 @@ class OptimizerStateHandler(_StateDictHandler):
 
 class SamplerStateHandler(_StateDictHandler):
     """An ElasticSampler: sync adopts rank 0's epoch and progress; reset reshards it."""
+
+    def restore(self) -> None:
+        # After a failure the runtime may be gone (rank() would raise): take the committed
+        # progress now and reshard only with a runtime; the reset that follows reshards anyway.
+        self.value.epoch = self._saved["epoch"]
+        self.value.processed_num = self._saved["processed_num"]
+        if is_initialized():
+            self.value.reset()
 
     def sync(self) -> None:
         self.value.load_state_dict(broadcast_object(self.value.state_dict(), root_rank=0,
