@@ -81,13 +81,16 @@ def main() -> int:
     held = []
     end = time.monotonic() + a.seconds
     i = 0
+    # The launcher script starts the job only after this line: a job that lasts 0.1 s (a rank
+    # killed at once) must still see the intruder's first attempts.
+    print("INTRUDER-READY", flush=True)
     while time.monotonic() < end:
         kind = kinds[i % len(kinds)]
         i += 1
         try:
             got, sock = attempt(kind, host, int(port))
         except OSError:
-            time.sleep(0.05)  # not listening yet, or gone
+            time.sleep(0.01)  # not listening yet, or gone
             continue
         attempts += 1
         if sock is not None:

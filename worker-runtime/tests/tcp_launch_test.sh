@@ -19,7 +19,10 @@ python3 -c 'import secrets; print(secrets.token_hex(32))' >"$out/secret"
 chmod 600 "$out/secret"
 python3 "$here/tcp_intruder.py" "127.0.0.1:$port" --seconds 4 >"$out/intruder" 2>&1 &
 intruder=$!
-sleep 0.3  # the intruder is waiting at the port before the store opens it
+# The intruder is waiting at the port before the store opens it (a fixed sleep was too short
+# under load for a --crash job, which lasts about 0.1 s).
+for ((i = 0; i < 200; i++)); do grep -q INTRUDER-READY "$out/intruder" 2>/dev/null && break; sleep 0.05; done
+grep -q INTRUDER-READY "$out/intruder" || { cat "$out/intruder"; echo "the intruder did not start in 10 s"; exit 1; }
 # A job that lasts while the intruder works (not with --crash: its ranks die mid-collective).
 steps=(--steps 20 --pause-ms 100)
 [[ " $* " == *" --crash "* ]] && steps=()
