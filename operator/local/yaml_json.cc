@@ -1,10 +1,12 @@
 #include "local/yaml_json.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <stdexcept>
 #include <string_view>
 
@@ -98,11 +100,50 @@ kube::Object to_json(const YAML::Node& node) {
   return nullptr;
 }
 
+// Counts the documents yaml-cpp's parser reads, to catch a parser that stops making progress:
+// yaml-cpp 0.7 reads a stray ',' at block level (",", "- a\n,") as an endless run of empty
+// documents without consuming it, so YAML::LoadAll never returns and its list grows until the
+// process is killed (found by the mpijob_manifest fuzz target).
+class ProgressCheck final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    ++documents;
+    last = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  size_t documents = 0;
+  YAML::Mark last = YAML::Mark::null_mark();
+};
+
+// Every document consumes at least one character, so a text of n characters holds at most n + 1
+// documents; more means the parser is stuck.
+void check_parser_progress(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  ProgressCheck check;
+  while (parser.HandleNextDocument(check)) {
+    if (check.documents > text.size() + 1) {
+      throw std::runtime_error("invalid YAML: content the parser cannot read at line " +
+                               std::to_string(check.last.line + 1) + ", column " +
+                               std::to_string(check.last.column + 1) + " (a ',' outside a flow collection?)");
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<kube::Object> yaml_documents(const std::string& text) {
   std::vector<kube::Object> docs;
   try {
+    check_parser_progress(text);
     for (const auto& node : YAML::LoadAll(text)) {
       if (node.IsNull()) continue;
       docs.push_back(to_json(node));

@@ -83,5 +83,19 @@ TEST(YamlJson, BadYamlIsARuntimeErrorSayingSo) {
   }
 }
 
+// yaml-cpp 0.7's LoadAll never returns on a stray ',' at block level (an endless run of empty
+// documents, memory growing until the process is killed): an error instead, at once.
+TEST(YamlJson, StrayCommaIsAnErrorNotAHang) {
+  for (const std::string text : {",", "- a\n,", "kind: ConfigMap\n---\n  ,\n"}) {
+    try {
+      yaml_documents(text);
+      FAIL() << "no error for " << text;
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("invalid YAML: ", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_EQ(yaml_documents("a: [1, 2]\n---\nb: {c: 3, d: 4}\n").size(), 2u);  // commas where they belong
+}
+
 }  // namespace
 }  // namespace local
