@@ -25,3 +25,17 @@ processes_of_run() {
       fi; } 2>/dev/null
   done
 }
+
+# expect_trained OUT MIN_ACCURACY WORK: a training example's run ended well: its "final test
+# accuracy: A (" line from rank 0 has A above MIN_ACCURACY, and nothing of the run WORK is still
+# running. Prints the PASS line.
+expect_trained() {
+  local out=$1 min=$2 work=$3 accuracy left
+  accuracy=$(sed -nE 's/.*\] final test accuracy: ([0-9.]+) \(.*/\1/p' "$out" | head -1)
+  [[ -n $accuracy ]] || fail "no final test accuracy line"
+  awk -v a="$accuracy" -v min="$min" 'BEGIN { exit !(a > min) }' ||
+    fail "final test accuracy $accuracy is not above $min"
+  left=$(processes_of_run "$work")
+  [[ -z $left ]] || fail "processes left behind: $left"
+  echo "PASS: final test accuracy $accuracy > $min"
+}
