@@ -145,8 +145,11 @@ std::vector<kube::Object> yaml_documents(const std::string& text) {
   try {
     check_parser_progress(text);
     for (const auto& node : YAML::LoadAll(text)) {
-      if (node.IsNull()) continue;
-      docs.push_back(to_json(node));
+      // Empty documents are skipped, as kubectl skips them; also one that only looks non-empty
+      // to yaml-cpp (a tag on nothing, "!#"), which is null as JSON and would not read back.
+      kube::Object doc = node.IsNull() ? kube::Object() : to_json(node);
+      if (doc.is_null()) continue;
+      docs.push_back(std::move(doc));
     }
   } catch (const YAML::Exception& e) {
     throw std::runtime_error(std::string("invalid YAML: ") + e.what());

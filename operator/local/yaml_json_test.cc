@@ -97,5 +97,12 @@ TEST(YamlJson, StrayCommaIsAnErrorNotAHang) {
   EXPECT_EQ(yaml_documents("a: [1, 2]\n---\nb: {c: 3, d: 4}\n").size(), 2u);  // commas where they belong
 }
 
+// A tag on nothing ("!#") is not YAML null to yaml-cpp but is null as JSON: skipped like an empty
+// document, so every document yaml_documents returns reads back from its JSON text.
+TEST(YamlJson, TaggedEmptyDocumentIsSkippedLikeAnEmptyOne) {
+  EXPECT_TRUE(yaml_documents("!#\n\n").empty());
+  EXPECT_EQ(yaml_documents("!#\n---\na: 1\n").size(), 1u);
+}
+
 }  // namespace
 }  // namespace local
