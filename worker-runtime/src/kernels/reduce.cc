@@ -25,9 +25,18 @@ template <typename T>
 struct Max { static T apply(T a, T b) { return a < b ? b : a; } };
 
 // One clone per ISA, picked once at load time by an ifunc resolver: the build stays generic
-// (x86-64 baseline) while AVX2 / AVX-512 machines get their wider vectors.
+// (x86-64 baseline) while AVX2 / AVX-512 machines get their wider vectors. Not under
+// ThreadSanitizer: the resolvers run during relocation, before TSan's runtime is set up, and
+// their instrumented code crashed every TSan binary at load (sanitize.tsan_ci).
+#if defined(__SANITIZE_THREAD__)
+#define KOROVOD_NO_ISA_CLONES 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KOROVOD_NO_ISA_CLONES 1
+#endif
+#endif
 template <typename T, typename Op>
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(KOROVOD_NO_ISA_CLONES)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 void reduce_loop(T* __restrict inout, const T* __restrict in, int64_t n) {
