@@ -104,5 +104,17 @@ TEST(YamlJson, TaggedEmptyDocumentIsSkippedLikeAnEmptyOne) {
   EXPECT_EQ(yaml_documents("!#\n---\na: 1\n").size(), 1u);
 }
 
+// YAML has no control characters but tab, LF and CR (kubectl's go-yaml refuses them too).
+TEST(YamlJson, ControlCharactersAreRefusedNamingWhere) {
+  try {
+    yaml_documents(std::string("a: 1\nb: x\x03y\n"));
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("invalid YAML: control character 0x03 at line 2, column 5"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_EQ(yaml_documents("a:\t1\r\nb: 2\n").size(), 1u);  // tab and CRLF are fine
+}
+
 }  // namespace
 }  // namespace local

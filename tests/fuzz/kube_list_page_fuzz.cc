@@ -107,6 +107,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const nlohmann::json::parse_error&) {
     FUZZ_CHECK(!meta, "the page decoder took JSON that nlohmann rejects: " + fuzz::excerpt(text));
     return 0;
+  } catch (const nlohmann::json::out_of_range&) {
+    // Valid JSON with a number nlohmann cannot hold (-2.5e9223372036854775809: RFC 8259 leaves
+    // the range to the parser); the page decoder need not hold it either. Nothing to compare.
+    return 0;
   }
   DuplicateKeys duplicates;
   Object::sax_parse(text, &duplicates);
