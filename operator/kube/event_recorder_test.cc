@@ -1,6 +1,7 @@
 #include "kube/event_recorder.h"
 
 #include <functional>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -24,7 +25,11 @@ class EventRecorderTest : public ::testing::Test {
   EventRecorderOptions options() {
     EventRecorderOptions o;
     o.component = "korovod-operator";
-    o.on_error = [this](const std::string& e) { errors.push_back(e); };
+    // Called on the recorder's retry thread as well as the caller's.
+    o.on_error = [this](const std::string& e) {
+      std::lock_guard lock(errors_mu);
+      errors_.push_back(e);
+    };
     return o;
   }
   std::vector<Object> events() { return client.list(kEvents, "ns", {}).items; }
@@ -42,7 +47,13 @@ class EventRecorderTest : public ::testing::Test {
   FakeClock clock;
   MemoryClient client{clock};
   Object job;
-  std::vector<std::string> errors;
+  // A copy, taken under the lock (the retry thread may be appending).
+  std::vector<std::string> errors() {
+    std::lock_guard lock(errors_mu);
+    return errors_;
+  }
+  std::mutex errors_mu;
+  std::vector<std::string> errors_;
 };
 
 TEST_F(EventRecorderTest, CreatesEventForInvolvedObject) {
@@ -93,15 +104,15 @@ TEST_F(EventRecorderTest, RecreatesEventThatExpired) {
   const auto evs = events();
   ASSERT_EQ(evs.size(), 1u);
   EXPECT_EQ(evs[0]["count"], 1);
-  EXPECT_TRUE(errors.empty());
+  EXPECT_TRUE(errors().empty());
 }
 
 TEST_F(EventRecorderTest, ApiFailuresAreReportedNotThrown) {
   EventRecorder rec(client, options(), clock);
   client.fail_next(Verb::Create, 1, ApiError(403, "Forbidden", "events is forbidden"));
   EXPECT_NO_THROW(rec.normal(job, "R", "m"));
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_NE(errors[0].find("forbidden"), std::string::npos);
+  ASSERT_EQ(errors().size(), 1u);
+  EXPECT_NE(errors()[0].find("forbidden"), std::string::npos);
   rec.normal(job, "R", "m");  // recovers
   EXPECT_EQ(events().size(), 1u);
 }
@@ -131,8 +142,8 @@ TEST_F(EventRecorderTest, TransientFailureIsRetriedInTheBackground) {
                    "events");
   rec.normal(job, "MPIJobSucceeded", "done");
   EXPECT_TRUE(events().empty());
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_NE(errors[0].find("attempt 1 of 12, retrying"), std::string::npos) << errors[0];
+  ASSERT_EQ(errors().size(), 1u);
+  EXPECT_NE(errors()[0].find("attempt 1 of 12, retrying"), std::string::npos) << errors()[0];
   ASSERT_TRUE(advance_until([&] { return !events().empty(); }));
   const auto evs = events();
   ASSERT_EQ(evs.size(), 1u);
@@ -177,8 +188,9 @@ TEST_F(EventRecorderTest, RetriesStopAfterMaxAttempts) {
                    "events");
   rec.normal(job, "R", "m");
   ASSERT_TRUE(advance_until([&] {
-    return !errors.empty() && errors.back().find("failed after 3 attempts") != std::string::npos;
-  })) << (errors.empty() ? "" : errors.back());
+    const auto e = errors();
+    return !e.empty() && e.back().find("failed after 3 attempts") != std::string::npos;
+  })) << (errors().empty() ? "" : errors().back());
   clock.advance(std::chrono::minutes(5));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(client.request_count(Verb::Create), 1 + 3);  // the job + 3 attempts, no more
