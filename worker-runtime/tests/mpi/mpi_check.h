@@ -29,7 +29,14 @@ class Checker {
   int failures_ = 0;
 };
 
-#define MPI_CHECK(checker, cond, ...) (checker).check((cond), __FILE__, __LINE__, fmt::format(__VA_ARGS__))
+// The condition is evaluated before the message: its arguments often read the buffers the
+// condition waits for (an argument of one call is not ordered against another, and TSan caught
+// a message reading an output the runtime was still writing).
+#define MPI_CHECK(checker, cond, ...)                                   \
+  [&]() {                                                               \
+    const bool mpi_check_ok_ = (cond);                                  \
+    return (checker).check(mpi_check_ok_, __FILE__, __LINE__, fmt::format(__VA_ARGS__)); \
+  }()
 
 std::unique_ptr<Runtime> make_runtime(Config config, std::vector<std::vector<int>> sets = {});
 Config test_config();
