@@ -39,7 +39,8 @@ TEST(LocalHost, StoreAddressForLocalJobsIsLoopback) {
   auto never = [](const std::string&) -> Result<std::string> { return Status::unknown("must not be asked"); };
   auto a = store_address({{}, ""}, fake_dns({}), never);
   ASSERT_TRUE(a.is_ok());
-  EXPECT_EQ(*a, "127.0.0.1");
+  EXPECT_EQ(a->address, "127.0.0.1");
+  EXPECT_EQ(a->note, "");
 }
 
 TEST(LocalHost, StoreAddressRoutesToTheFirstRemoteHost) {
@@ -50,14 +51,80 @@ TEST(LocalHost, StoreAddressRoutesToTheFirstRemoteHost) {
   };
   auto a = store_address({{"node-b", "node-c"}, ""}, fake_dns({{"node-b", "10.0.0.6"}}), route);
   ASSERT_TRUE(a.is_ok()) << a.status().to_string();
-  EXPECT_EQ(*a, "10.0.0.5");
+  EXPECT_EQ(a->address, "10.0.0.5");
+  EXPECT_EQ(a->note, "");
   EXPECT_EQ(asked, "10.0.0.6");
 }
 
-TEST(LocalHost, UnresolvableRemoteHostAsksForAnInterface) {
-  auto route = [](const std::string&) -> Result<std::string> { return std::string("x"); };
+TEST(LocalHost, StoreAddressSkipsHostsThatDoNotResolveYet) {
+  // An elastic job's first discovery can list a pod whose DNS record does not exist yet.
+  std::string asked;
+  auto route = [&asked](const std::string& to) -> Result<std::string> {
+    asked = to;
+    return std::string("10.0.0.5");
+  };
+  auto a = store_address({{"worker-0.not-yet", "node-c"}, ""}, fake_dns({{"node-c", "10.0.0.7"}}), route);
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  EXPECT_EQ(a->address, "10.0.0.5");
+  EXPECT_EQ(a->note, "");
+  EXPECT_EQ(asked, "10.0.0.7");
+}
+
+TEST(LocalHost, NoResolvableHostFallsBackToTheDefaultRouteAndSaysSo) {
+  std::string asked;
+  auto route = [&asked](const std::string& to) -> Result<std::string> {
+    asked = to;
+    return std::string("10.0.0.5");
+  };
+  auto a = store_address({{"worker-0.job.ns.svc", "worker-1.job.ns.svc"}, ""}, fake_dns({}), route);
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  EXPECT_EQ(a->address, "10.0.0.5");
+  EXPECT_EQ(asked, "192.0.2.1") << "an address only a default route reaches";
+  EXPECT_NE(a->note.find("worker-0.job.ns.svc, worker-1.job.ns.svc"), std::string::npos) << a->note;
+  EXPECT_NE(a->note.find("--network-interface"), std::string::npos) << a->note;
+}
+
+TEST(LocalHost, ElasticJobWithNoHostsYetListensOnTheDefaultRoute) {
+  // The MPIJob's workers are not Ready when the launcher starts: they will be remote.
+  std::string asked;
+  auto route = [&asked](const std::string& to) -> Result<std::string> {
+    asked = to;
+    return std::string("10.0.0.5");
+  };
+  StoreAddressInputs unknown;
+  unknown.hosts_unknown = true;
+  auto a = store_address(unknown, fake_dns({}), route);
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  EXPECT_EQ(a->address, "10.0.0.5");
+  EXPECT_EQ(asked, "192.0.2.1");
+  EXPECT_NE(a->note.find("listed no hosts"), std::string::npos) << a->note;
+
+  auto no_route = [](const std::string& to) -> Result<std::string> { return Status::unknown("no route to " + to); };
+  auto b = store_address(unknown, fake_dns({}), no_route);
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  EXPECT_EQ(b->address, "127.0.0.1");
+  EXPECT_NE(b->note.find("only ranks on this machine"), std::string::npos) << b->note;
+
+  unknown.iface = "lo";
+  auto c = store_address(unknown, fake_dns({}), no_route);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->address, "127.0.0.1");
+  EXPECT_EQ(c->note, "");
+}
+
+TEST(LocalHost, ResolvedHostWithoutARouteIsAnError) {
+  auto route = [](const std::string& to) -> Result<std::string> { return Status::unknown("no route to " + to); };
+  auto a = store_address({{"node-b"}, ""}, fake_dns({{"node-b", "10.9.9.9"}}), route);
+  ASSERT_FALSE(a.is_ok());
+  EXPECT_NE(a.status().message().find("node-b"), std::string::npos) << a.status().message();
+  EXPECT_NE(a.status().message().find("10.9.9.9"), std::string::npos) << a.status().message();
+}
+
+TEST(LocalHost, NoNameResolvesAndNoDefaultRouteAsksForAnInterface) {
+  auto route = [](const std::string& to) -> Result<std::string> { return Status::unknown("no route to " + to); };
   auto a = store_address({{"alias-only"}, ""}, fake_dns({}), route);
   ASSERT_FALSE(a.is_ok());
+  EXPECT_NE(a.status().message().find("alias-only"), std::string::npos) << a.status().message();
   EXPECT_NE(a.status().message().find("--network-interface"), std::string::npos) << a.status().message();
 }
 
@@ -65,7 +132,7 @@ TEST(LocalHost, InterfaceGivesItsAddress) {
   auto never = [](const std::string&) -> Result<std::string> { return Status::unknown("must not be asked"); };
   auto a = store_address({{"node-b"}, "lo"}, fake_dns({}), never);
   ASSERT_TRUE(a.is_ok()) << a.status().to_string();
-  EXPECT_EQ(*a, "127.0.0.1");
+  EXPECT_EQ(a->address, "127.0.0.1");
   auto missing = store_address({{"node-b"}, "no-such-if0"}, fake_dns({}), never);
   EXPECT_FALSE(missing.is_ok());
 }

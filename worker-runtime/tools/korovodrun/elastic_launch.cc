@@ -123,8 +123,9 @@ std::unique_ptr<HostDiscovery> make_discovery(const LaunchOptions& o, const EnvM
 }
 
 // The store listens where every host reaches it: decided from the first discovered hosts
-// (127.0.0.1 when they are all this machine, unless --network-interface names another).
-Result<std::string> elastic_store_address(const LaunchOptions& o, HostDiscovery& discovery) {
+// (127.0.0.1 when they are all this machine, unless --network-interface names another; see
+// store_address for hosts whose names do not resolve yet and for a first list that is empty).
+Result<StoreAddress> elastic_store_address(const LaunchOptions& o, HostDiscovery& discovery) {
   Result<std::vector<HostSlots>> first = discovery.discover();
   if (!first.is_ok()) return first.status();  // horovodrun: a failing first discovery is fatal
   const LocalHost local = discover_local_host();
@@ -132,6 +133,7 @@ Result<std::string> elastic_store_address(const LaunchOptions& o, HostDiscovery&
   for (const HostSlots& h : *first) {
     if (!is_local_host(h.name, local, resolve_ipv4_address)) where.remote_hosts.push_back(h.name);
   }
+  where.hosts_unknown = first->empty();
   if (!o.network_interfaces.empty()) where.iface = o.network_interfaces.front();
   return store_address(where, resolve_ipv4_address, source_address_towards);
 }
@@ -189,13 +191,15 @@ int run_elastic_job(const LaunchOptions& o, const EnvMap& caller_env, OutputSink
   Status made;
   std::unique_ptr<HostDiscovery> discovery = make_discovery(o, caller_env, made);
   if (!discovery) return fail(made);
-  Result<std::string> address = elastic_store_address(o, *discovery);
-  if (!address.is_ok()) return fail(address.status());
+  Result<StoreAddress> chosen = elastic_store_address(o, *discovery);
+  if (!chosen.is_ok()) return fail(chosen.status());
+  if (!chosen->note.empty()) say(sink, chosen->note);
+  const std::string address = chosen->address;
   const tcp::JobSecret secret = tcp::JobSecret::generate();
   auto log = [](const std::string& line) { fmt::print(stderr, "korovodrun: {}\n", line); };
-  Result<std::unique_ptr<tcp::StoreServer>> server = tcp::StoreServer::start(*address, 0, secret, log);
+  Result<std::unique_ptr<tcp::StoreServer>> server = tcp::StoreServer::start(address, 0, secret, log);
   if (!server.is_ok()) return fail(server.status());
-  const Rendezvous rendezvous{*address, (*server)->port()};
+  const Rendezvous rendezvous{address, (*server)->port()};
   Result<std::unique_ptr<tcp::StoreClient>> store =
       tcp::StoreClient::connect({rendezvous.address, rendezvous.port}, 30.0, "korovodrun", secret);
   if (!store.is_ok()) return fail(store.status());

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -79,24 +80,48 @@ Result<std::string> source_address_towards(const std::string& remote_address) {
   return to_string(me.sin_addr);
 }
 
-Result<std::string> store_address(const StoreAddressInputs& in, const Resolver& resolve, const RouteFinder& route) {
-  if (in.remote_hosts.empty()) return std::string("127.0.0.1");
+Result<StoreAddress> store_address(const StoreAddressInputs& in, const Resolver& resolve, const RouteFinder& route) {
+  if (in.remote_hosts.empty() && !in.hosts_unknown) return StoreAddress{"127.0.0.1", ""};
   if (!in.iface.empty()) {
     Result<std::string> a = tcp::choose_listen_address(in.iface);
     if (!a.is_ok()) return Status::invalid_argument(fmt::format("--network-interface {}: {}", in.iface, a.status().message()));
-    return a;
+    return StoreAddress{*a, ""};
   }
-  const std::string& first = in.remote_hosts.front();
-  const std::optional<std::string> remote = resolve(first);
-  if (!remote) {
+  std::string unrouted;  // the first resolved host without a route, for the error
+  for (const std::string& host : in.remote_hosts) {
+    const std::optional<std::string> remote = resolve(host);
+    if (!remote) continue;
+    Result<std::string> a = route(*remote);
+    if (a.is_ok()) return StoreAddress{*a, ""};
+    if (unrouted.empty()) unrouted = fmt::format("host {:?} ({}): {}", host, *remote, a.status().message());
+  }
+  if (!unrouted.empty()) return Status::invalid_argument(unrouted);
+  // No name resolves, or there is none yet. 192.0.2.1 (TEST-NET-1) is routed by nothing but a
+  // default route.
+  Result<std::string> fallback = route("192.0.2.1");
+  if (in.remote_hosts.empty()) {
+    if (!fallback.is_ok()) {
+      return StoreAddress{"127.0.0.1",
+                          "the first discovery listed no hosts and this machine has no default route: the rendezvous "
+                          "store listens on 127.0.0.1, which only ranks on this machine reach (name the interface "
+                          "with --network-interface)"};
+    }
+    return StoreAddress{*fallback, fmt::format("the first discovery listed no hosts; the rendezvous store listens on "
+                                               "{}, this machine's address on its default route, so that hosts found "
+                                               "later reach it (choose another with --network-interface)",
+                                               *fallback)};
+  }
+  const std::string names = fmt::format("{}", fmt::join(in.remote_hosts, ", "));
+  if (!fallback.is_ok()) {
     return Status::invalid_argument(fmt::format(
-        "cannot resolve host {:?} to find the address it reaches this machine on; name the interface with "
-        "--network-interface",
-        first));
+        "cannot resolve any of the hosts ({}) to find the address they reach this machine on, and this machine "
+        "has no default route; name the interface with --network-interface",
+        names));
   }
-  Result<std::string> a = route(*remote);
-  if (!a.is_ok()) return Status::invalid_argument(fmt::format("host {:?} ({}): {}", first, *remote, a.status().message()));
-  return a;
+  return StoreAddress{*fallback, fmt::format("none of the hosts ({}) resolves here; the rendezvous store listens on "
+                                             "{}, this machine's address on its default route (choose another with "
+                                             "--network-interface)",
+                                             names, *fallback)};
 }
 
 }  // namespace korovod::launcher

@@ -33,12 +33,21 @@ Result<std::string> source_address_towards(const std::string& remote_address);
 
 // Where the store listens and what the ranks are told: 127.0.0.1 when every rank is local; else
 // the IPv4 address of `iface` when given (--network-interface); else this machine's address on
-// the route to the first remote host.
+// the route to the first remote host that resolves; else (no host name resolves yet: an elastic
+// job's first discovery can list pods before their DNS records exist, or -H names ssh aliases)
+// this machine's address on its default route, with a note saying so. Fails only when none of
+// these exists. An elastic job whose first discovery listed no host at all (its workers are not
+// ready yet) may get remote hosts later: it listens on the default route's address too (or on
+// 127.0.0.1, with a note, on a machine without one).
 struct StoreAddressInputs {
   std::vector<std::string> remote_hosts;  // in host order; empty: a local-only job
   std::string iface;
+  bool hosts_unknown = false;  // elastic: the first discovery listed no host
 };
-Result<std::string> store_address(const StoreAddressInputs& inputs, const Resolver& resolve,
-                                  const RouteFinder& route);
+struct StoreAddress {
+  std::string address;
+  std::string note;  // non-empty when the address is a guess the user should hear about
+};
+Result<StoreAddress> store_address(const StoreAddressInputs& inputs, const Resolver& resolve, const RouteFinder& route);
 
 }  // namespace korovod::launcher

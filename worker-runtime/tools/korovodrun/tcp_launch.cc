@@ -86,14 +86,16 @@ int run_tcp_job(const LaunchOptions& o, const EnvMap& caller_env, OutputSink& si
     }
   }
   if (!o.network_interfaces.empty()) where.iface = o.network_interfaces.front();
-  Result<std::string> address = store_address(where, resolve_ipv4_address, source_address_towards);
-  if (!address.is_ok()) return fail(address.status());
+  Result<StoreAddress> chosen = store_address(where, resolve_ipv4_address, source_address_towards);
+  if (!chosen.is_ok()) return fail(chosen.status());
+  if (!chosen->note.empty()) say(sink, chosen->note);
+  const std::string address = chosen->address;
   const tcp::JobSecret secret = tcp::JobSecret::generate();
   // The store's thread reports refused connections; one write per line, as the console's.
   auto log = [](const std::string& line) { fmt::print(stderr, "korovodrun: {}\n", line); };
-  Result<std::unique_ptr<tcp::StoreServer>> store = tcp::StoreServer::start(*address, 0, secret, log);
+  Result<std::unique_ptr<tcp::StoreServer>> store = tcp::StoreServer::start(address, 0, secret, log);
   if (!store.is_ok()) return fail(store.status());
-  in.rendezvous = {*address, (*store)->port()};
+  in.rendezvous = {address, (*store)->port()};
   if (o.verbose) say(sink, fmt::format("rendezvous store at {}:{}", in.rendezvous.address, in.rendezvous.port));
 
   in.caller_env = caller_env;
