@@ -113,6 +113,10 @@ TEST(SshKeys, SshdAcceptsTheKeyAsHostKeyAndForLogin) {
                      << "\nStrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\n";
   ASSERT_EQ(run("/usr/sbin/sshd -t -f " + cfg.string()), "");
   ASSERT_EQ(std::system(("/usr/sbin/sshd -f " + cfg.string()).c_str()), 0);
+  // sshd returns once it has daemonized, before its child listens; the child writes the pid file
+  // after it listens. Connecting earlier was refused on a loaded machine (a fresh machine's CI).
+  for (int i = 0; i < 1000 && !(fs::exists(pid) && fs::file_size(pid) > 0); ++i) usleep(10'000);
+  ASSERT_TRUE(fs::exists(pid)) << "sshd did not write " << pid << " within 10 s";
   const std::string user = getuid() == 0 ? "root" : std::string(getenv("USER") ? getenv("USER") : "");
   std::string out = run("ssh -i " + (m.dir / "id_rsa").string() + " -p " + std::to_string(port) +
                         " -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
