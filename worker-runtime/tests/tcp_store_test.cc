@@ -5,6 +5,9 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <fmt/format.h>
+
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -175,6 +178,154 @@ TEST(MeshTest, StalledPeerTimesOutNamingIt) {
   EXPECT_GE(took, std::chrono::milliseconds(290));
   EXPECT_LT(took, std::chrono::seconds(3));
   EXPECT_NE(s.message().find("broadcast: no progress for 0.3 s waiting for rank 9"), std::string::npos) << s.message();
+}
+
+// The meshes of an n-rank set over loopback TCP (urgent data, as between hosts), set rank r
+// named "rank r on host hr".
+std::vector<std::unique_ptr<Mesh>> tcp_meshes(int n, const std::vector<double>& timeouts) {
+  std::vector<std::vector<Fd>> fds(n);
+  for (auto& row : fds) row.resize(n);
+  for (int i = 0; i < n; ++i) {
+    for (int j = i + 1; j < n; ++j) {
+      Result<Fd> listener = listen_on("127.0.0.1", 0, SocketOptions{});
+      EXPECT_TRUE(listener.is_ok()) << listener.status().to_string();
+      Result<Fd> out = connect_to({"127.0.0.1", local_port(*listener)}, SocketOptions{}, deadline_after(5));
+      Result<Fd> in = accept_one(*listener, SocketOptions{}, deadline_after(5));
+      EXPECT_TRUE(out.is_ok() && in.is_ok());
+      EXPECT_TRUE(set_nonblocking(out->get()).is_ok() && set_nonblocking(in->get()).is_ok());
+      fds[i][j] = std::move(out).value();
+      fds[j][i] = std::move(in).value();
+    }
+  }
+  std::vector<int> ranks;
+  std::vector<std::string> names;
+  for (int r = 0; r < n; ++r) ranks.push_back(r), names.push_back(fmt::format("rank {} on host h{}", r, r));
+  std::vector<std::unique_ptr<Mesh>> meshes;
+  for (int r = 0; r < n; ++r) {
+    meshes.push_back(std::make_unique<Mesh>(r, std::move(fds[r]), ranks, timeouts[r], "TCP backend", names));
+  }
+  return meshes;
+}
+
+// io that receives 16 bytes from set rank `from`.
+std::vector<PeerIo> receive_from(int n, int from, std::vector<std::byte>& buf) {
+  std::vector<PeerIo> io(n);
+  io[from] = {nullptr, 0, 0, buf.data(), static_cast<int64_t>(buf.size()), 0};
+  return io;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+TEST(MeshTest, InterruptEndsTheWaitNamingTheSilentPeer) {
+  // The watchdog's hook: rank 1 is alive (its sockets open) but sends nothing; rank 0 has no
+  // timeout of its own.
+  auto meshes = tcp_meshes(2, {0.0, 0.0});
+  std::vector<std::byte> buf(16);
+  std::vector<PeerIo> io = receive_from(2, 1, buf);
+  std::atomic<bool> was_waiting{false};
+  std::thread watchdog([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    was_waiting = meshes[0]->interrupt("the collective timeout (3 s) passed");
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Status s = meshes[0]->exchange(io, "allreduce");
+  const double took = seconds_since(start);
+  watchdog.join();
+  EXPECT_TRUE(was_waiting.load());
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_LT(took, 0.2 + Mesh::kSettleSeconds + 1.0);
+  EXPECT_EQ(s.message().rfind("TCP backend on rank 0 on host h0: lost rank 1 on host h1 (", 0), 0u) << s.message();
+  EXPECT_NE(s.message().find("allreduce: the collective timeout (3 s) passed waiting for rank 1 on host h1"),
+            std::string::npos)
+      << s.message();
+  // Every later wait fails the same way, at once.
+  EXPECT_EQ(meshes[0]->exchange(io, "allreduce").message(), s.message());
+}
+
+TEST(MeshTest, InterruptBetweenWaitsFailsTheNextOne) {
+  auto meshes = tcp_meshes(2, {0.0, 0.0});
+  EXPECT_FALSE(meshes[0]->interrupt("the collective timeout (3 s) passed"));  // nothing in progress
+  std::vector<std::byte> buf(16);
+  std::vector<PeerIo> io = receive_from(2, 1, buf);
+  Status s = meshes[0]->exchange(io, "broadcast");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("broadcast: the collective timeout (3 s) passed waiting for rank 1 on host h1"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(MeshTest, StoppedRankIsNamedBySurvivorsThatWaitedForOthers) {
+  // A chain, as in a ring: rank 0 waits for rank 1, which is stopped (sockets open, silent);
+  // rank 2 waits for rank 0 only, with no timeout of its own. Both must blame rank 1, not each
+  // other.
+  auto meshes = tcp_meshes(3, {0.5, 0.0, 0.0});
+  std::vector<std::byte> buf0(16), buf2(16);
+  std::vector<PeerIo> io0 = receive_from(3, 1, buf0), io2 = receive_from(3, 0, buf2);
+  Status s2;
+  double took2 = 0;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread survivor([&] {
+    s2 = meshes[2]->exchange(io2, "allreduce");
+    took2 = seconds_since(start);
+  });
+  Status s0 = meshes[0]->exchange(io0, "allreduce");
+  survivor.join();
+  ASSERT_FALSE(s0.is_ok());
+  ASSERT_FALSE(s2.is_ok());
+  EXPECT_NE(s0.message().find("lost rank 1 on host h1 ("), std::string::npos) << s0.message();
+  EXPECT_NE(s0.message().find("no progress for 0.5 s waiting for rank 1 on host h1"), std::string::npos) << s0.message();
+  EXPECT_NE(s0.message().find("failed as well: rank 2 on host h2"), std::string::npos) << s0.message();
+  EXPECT_NE(s2.message().find("lost rank 1 on host h1 ("), std::string::npos) << s2.message();
+  EXPECT_EQ(s2.message().find("lost rank 0"), std::string::npos) << s2.message();
+  EXPECT_NE(s2.message().find("allreduce: rank 0 on host h0 failed (its failure notice came)"), std::string::npos)
+      << s2.message();
+  EXPECT_NE(s2.message().find("failed as well: rank 0 on host h0"), std::string::npos) << s2.message();
+  EXPECT_LT(took2, 0.5 + 2 * Mesh::kSettleSeconds + 1.0);
+}
+
+TEST(MeshTest, SurvivorsWaitingForTheSameStoppedRankFailTogether) {
+  // As in a negotiation round: ranks 0 and 2 both wait for rank 1 only (stopped). Rank 0's wait
+  // runs out; rank 2, with no timeout of its own, fails on rank 0's notice, naming rank 1.
+  auto meshes = tcp_meshes(3, {0.5, 0.0, 0.0});
+  std::vector<std::byte> buf0(16), buf2(16);
+  std::vector<PeerIo> io0 = receive_from(3, 1, buf0), io2 = receive_from(3, 1, buf2);
+  Status s2;
+  double took2 = 0;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread survivor([&] {
+    s2 = meshes[2]->exchange(io2, "control bits");
+    took2 = seconds_since(start);
+  });
+  Status s0 = meshes[0]->exchange(io0, "control bits");
+  survivor.join();
+  ASSERT_FALSE(s0.is_ok());
+  ASSERT_FALSE(s2.is_ok());
+  EXPECT_NE(s0.message().find("lost rank 1 on host h1 ("), std::string::npos) << s0.message();
+  EXPECT_NE(s0.message().find("failed as well: rank 2 on host h2"), std::string::npos) << s0.message();
+  EXPECT_NE(s2.message().find("lost rank 1 on host h1 ("), std::string::npos) << s2.message();
+  EXPECT_NE(s2.message().find("control bits: rank 0 on host h0 failed (its failure notice came)"), std::string::npos)
+      << s2.message();
+  EXPECT_LT(took2, 0.5 + 2 * Mesh::kSettleSeconds + 1.0);
+}
+
+TEST(MeshTest, PeerFailureWithoutATimeoutBlamesNoQuietPeer) {
+  // Rank 0 fails for a reason of its own; rank 2, waiting for it, fails too; rank 1 is merely not
+  // in this collective: nobody's wait ran out, so nobody calls it lost.
+  auto meshes = tcp_meshes(3, {0.0, 0.0, 0.0});
+  std::vector<std::byte> buf(16);
+  std::vector<PeerIo> io = receive_from(3, 0, buf);
+  Status s2;
+  std::thread survivor([&] { s2 = meshes[2]->exchange(io, "allgather"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Status s0 = meshes[0]->fail(Status::unknown("allgather: out of memory"));
+  survivor.join();
+  ASSERT_FALSE(s2.is_ok());
+  EXPECT_EQ(s0.message().find("lost"), std::string::npos) << s0.message();
+  EXPECT_EQ(s2.message().find("lost"), std::string::npos) << s2.message();
+  EXPECT_NE(s2.message().find("failed as well: rank 0 on host h0"), std::string::npos) << s2.message();
 }
 
 }  // namespace

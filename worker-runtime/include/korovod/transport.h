@@ -37,6 +37,11 @@ class ControlChannel {
   virtual Result<std::vector<std::string>> gather_to_root(const std::string& mine) = 0;
   // The set's rank 0 sends `bytes`; every other member receives it into `bytes`.
   virtual Status broadcast_from_root(std::string& bytes) = 0;
+  // Optional, as Backend::interrupt_wait.
+  virtual bool interrupt_wait(const std::string& why) {
+    (void)why;
+    return false;
+  }
 };
 
 class TransportProvider {
@@ -126,6 +131,18 @@ class Backend {
   // 0 = back to its configured unit. Called on every member between the same two collectives;
   // a backend clamps it to what its buffers allow. The default ignores it (MPI, NCCL, TCP).
   virtual void set_chunk_bytes(int64_t bytes) { (void)bytes; }
+
+  // Optional: the engine's watchdog, from its own thread, once a collective ran past
+  // KOROVOD_COLLECTIVE_TIMEOUT_SECONDS. A plane that knows which peers its collectives wait for
+  // ends the wait in progress (and fails every later one) with an error that starts with `why`
+  // and names the peers that never answered; it returns true when a wait was in progress, so the
+  // engine fails with that error rather than its own, which names no rank. Any thread, while
+  // another runs this plane's collectives. The default (MPI, NCCL, shared memory, whose waits
+  // bound and name by themselves) does nothing.
+  virtual bool interrupt_wait(const std::string& why) {
+    (void)why;
+    return false;
+  }
 };
 
 class BackendProvider {

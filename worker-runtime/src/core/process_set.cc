@@ -62,6 +62,12 @@ Backend* ProcessSet::backend_for(int device) const {
   return nullptr;
 }
 
+bool ProcessSet::interrupt_waits(const std::string& why) const {
+  bool waiting = control && control->interrupt_wait(why);
+  for (const auto& b : backends) waiting = b->interrupt_wait(why) || waiting;
+  return waiting;
+}
+
 int ProcessSet::set_rank_of(int global_rank) const {
   auto it = std::find(ranks.begin(), ranks.end(), global_rank);
   return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());

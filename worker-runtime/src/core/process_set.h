@@ -35,6 +35,9 @@ struct ProcessSet {
   bool member() const { return set_rank >= 0; }
   Backend* backend_for(int device) const;  // first enabled wins
   int set_rank_of(int global_rank) const;  // -1 if not in the set
+  // The watchdog's hook (any thread): Backend::interrupt_wait on the control channel and every
+  // backend; true when one of them was waiting and will fail naming the peers it waited for.
+  bool interrupt_waits(const std::string& why) const;
 };
 
 struct ProcessSetDeps {

@@ -351,11 +351,23 @@ Status RuntimeImpl::fatal_error() const {
 }
 
 void RuntimeImpl::on_watchdog_timeout() {
-  Status status = Status::aborted(fmt::format(
+  // A plane that knows which peers its collective waits for (TCP) ends that wait with an error
+  // naming the ranks that never answered, and the background loop stops with it: given a moment
+  // for that (the plane first collects its peers' failure notices, Mesh::kSettleSeconds). The
+  // error below, which names no rank, is what is left when no plane could say.
+  const std::string why = fmt::format("the collective timeout ({} s, KOROVOD_COLLECTIVE_TIMEOUT_SECONDS) passed",
+                                      config_.collective_timeout_seconds);
+  bool named = false;
+  for (const auto& set : sets_.members_in_id_order()) named = set->interrupt_waits(why) || named;
+  if (named) {
+    std::unique_lock lock(state_mu_);
+    state_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return loop_done_ || !fatal_.is_ok(); });
+  }
+  record_fatal(Status::aborted(fmt::format(
       "a collective of the background loop did not complete within {} s "
       "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS): a peer rank has probably died or stopped; all "
-      "pending operations failed", config_.collective_timeout_seconds));
-  record_fatal(status);
+      "pending operations failed", config_.collective_timeout_seconds)));
+  const Status status = fatal_error();  // the plane's, when it came first
   handles_.fail_all_pending(status);
   for (auto& change : sets_.take_all_changes()) change.done->set_value(status);
   if (config_.abort_on_collective_timeout) transport_->abort_job(1);

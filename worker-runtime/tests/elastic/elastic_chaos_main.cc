@@ -9,7 +9,14 @@
 //                   once round 1 formed, a random worker is SIGKILLed at a random moment of its
 //                   allreduce loop; every survivor must fail with an error naming the lost rank
 //                   and its host within --bound seconds, reset into round 2 without it and
-//                   finish it; nothing of the job may stay in /dev/shm.
+//                   finish it; nothing of the job may stay in /dev/shm. Every survivor's next
+//                   allreduce after the error must fail too, naming the same rank.
+//     --stop        the victim is SIGSTOPped instead (alive, sockets open, silent): every
+//                   survivor must name it as lost ("lost rank 3 on host chaos-host") within the
+//                   bound (KOROVOD_COLLECTIVE_TIMEOUT_SECONDS + 0.5 s, docs/runtime-config.md).
+//     --idle        the victim holds back its first allreduce of round 1, so the others wait for
+//                   it idle (asleep, their operation submitted) when it is killed: they must
+//                   notice without a collective in progress.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <signal.h>
@@ -44,6 +51,7 @@ struct Options {
   unsigned seed = 0;
   std::string transports = "shm,tcp";
   bool stop = false;                   // SIGSTOP the victim (a hung peer) instead of SIGKILL
+  bool idle = false;                   // the victim holds back its first allreduce: the others idle
   double collective_timeout = 20;      // KOROVOD_COLLECTIVE_TIMEOUT_SECONDS of the workers
 };
 
@@ -275,9 +283,13 @@ struct RunResult {
 RunResult chaos_run(const Options& o, int run, const std::string& transport, std::mt19937& rng) {
   const int np = std::uniform_int_distribution<int>(o.np_min, o.np_max)(rng);
   const int victim = std::uniform_int_distribution<int>(0, np - 1)(rng);
-  const int delay_ms = std::uniform_int_distribution<int>(20, 400)(rng);
+  // --idle: over the idle engines' one-second recheck, so that a kill between two of them shows.
+  const int delay_ms = o.idle ? std::uniform_int_distribution<int>(100, 1100)(rng)
+                              : std::uniform_int_distribution<int>(20, 400)(rng);
   RunResult result;
-  Job job(transport, {"--until-lost-round", "1", "--last-round", "2", "--steps", "3"}, o.collective_timeout);
+  std::vector<std::string> worker_args = {"--until-lost-round", "1", "--last-round", "2", "--steps", "3"};
+  if (o.idle) worker_args.insert(worker_args.end(), {"--hold-rank", std::to_string(victim)});
+  Job job(transport, worker_args, o.collective_timeout);
   job.start(np);
   std::map<std::string, std::string> r1;
   std::vector<std::string> ids;
@@ -298,7 +310,8 @@ RunResult chaos_run(const Options& o, int run, const std::string& transport, std
   job.publish(2, r2);
   const bool ended = o.stop ? job.wait_all_but(victim, o.bound_seconds + 60) : job.wait_all(o.bound_seconds + 60);
   result.ok = ended;
-  const std::string want = fmt::format("rank {} on host chaos-host", victim);
+  // A stopped rank is alive: only the "lost" verdict says the survivors found the right one.
+  const std::string want = fmt::format("{}rank {} on host chaos-host", o.stop ? "lost " : "", victim);
   std::vector<double> times;
   std::string sample;  // one survivor's error, printed with the run
   for (int i = 0; i < np; ++i) {
@@ -315,6 +328,8 @@ RunResult chaos_run(const Options& o, int run, const std::string& transport, std
       good = good && line.find(want) != std::string::npos && seconds <= o.bound_seconds;
       times.push_back(seconds);
       if (sample.empty()) sample = line;
+      const size_t next = log.find("NEXT round 1");
+      good = good && next != std::string::npos && log.substr(next, log.find('\n', next) - next).find(want) != std::string::npos;
     }
     if (!good) {
       result.ok = false;
@@ -372,7 +387,9 @@ const char* kUsage =
     "  --chaos RUNS   RUNS jobs of np-min..np-max workers, transports alternating; a random worker is\n"
     "                 SIGKILLed mid-allreduce; every survivor must fail naming it and its host within\n"
     "                 --bound seconds (default 2), then reset into a round without it; no /dev/shm leftovers.\n"
-    "  --stop         SIGSTOP the victim instead (a hung peer); --collective-timeout S for the workers (20).\n";
+    "  --stop         SIGSTOP the victim instead (a hung peer); --collective-timeout S for the workers (20).\n"
+    "  --idle         the victim holds back its first allreduce, so the others wait for it asleep when it is\n"
+    "                 killed (delay 100..1100 ms).\n";
 
 }  // namespace
 }  // namespace korovod::chaos
@@ -410,6 +427,10 @@ int main(int argc, char** argv) {
       o.seed = static_cast<unsigned>(std::atoll(argv[++i]));
     } else if (a == "--stop") {
       o.stop = true;
+    } else if (a == "--idle") {
+      o.idle = true;
+    } else if (a == "--hold-rank" && has_value) {
+      w.hold_rank = std::atoi(argv[++i]);
     } else if (a == "--collective-timeout" && has_value) {
       o.collective_timeout = std::atof(argv[++i]);
     } else if (a == "--transports" && has_value) {

@@ -1,7 +1,8 @@
 // The worker side of rt_elastic_chaos (elastic_chaos_main.cc starts it as `--worker`): an elastic
 // worker as a training script would be, on the C++ API. Per round: init (joining the driver's
 // newest round), checked allreduces, shutdown; a failed collective is reported with the time it
-// was seen (steady clock: CLOCK_MONOTONIC, the driver's clock too) and followed by a reset. After
+// was seen (steady clock: CLOCK_MONOTONIC, the driver's clock too), then one more allreduce is
+// tried (it must fail as well, with the same error), then a reset. After
 // the last round it compares its threads, descriptors and /dev/shm entries with those it had
 // before the first init.
 #include "elastic_worker.h"
@@ -79,6 +80,7 @@ bool run_rounds(const WorkerArgs& args) {
     Runtime& r = **rt;
     const int64_t round = r.elastic_round();
     const bool until_lost = args.until_lost_round == round;
+    if (until_lost && args.hold_rank == r.rank()) std::this_thread::sleep_for(std::chrono::hours(1));
     Status failed = Status::ok();
     for (int step = 0; failed.is_ok() && (until_lost || step < args.steps); ++step) {
       failed = checked_allreduce(r, step, x);
@@ -91,6 +93,10 @@ bool run_rounds(const WorkerArgs& args) {
       }
       fmt::print("LOST round {} rank {} at {} code {}: {}\n", round, r.rank(), seen, static_cast<int>(failed.code()),
                  failed.message());
+      // The operations after a failure fail too, naming the same lost peer.
+      const Status next = checked_allreduce(r, args.steps + 1, x);
+      fmt::print("NEXT round {} rank {} code {}: {}\n", round, r.rank(), static_cast<int>(next.code()),
+                 next.is_ok() ? "succeeded (it should have failed)" : next.message());
       std::fflush(stdout);
     }
     (void)r.shutdown();

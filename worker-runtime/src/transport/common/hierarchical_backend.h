@@ -58,6 +58,11 @@ class HierarchicalBackend final : public Backend {
   }
   Status barrier() override { return flat_->barrier(); }
   Status copy(void* dst, const void* src, int64_t bytes) override { return flat_->copy(dst, src, bytes); }
+  bool interrupt_wait(const std::string& why) override {
+    // Every part: the one in progress says so (the others only fail their next wait).
+    const bool flat = flat_->interrupt_wait(why), local = local_->interrupt_wait(why);
+    return cross_->interrupt_wait(why) || flat || local;
+  }
   void set_chunk_bytes(int64_t bytes) override {
     flat_->set_chunk_bytes(bytes);
     local_->set_chunk_bytes(bytes);

@@ -2,15 +2,35 @@
 
 #include <fmt/format.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 namespace korovod::tcp {
 
+void MeshFamily::join(Mesh* mesh) {
+  std::lock_guard lock(mu_);
+  members_.push_back(mesh);
+}
+
+void MeshFamily::leave(Mesh* mesh) {
+  std::lock_guard lock(mu_);
+  members_.erase(std::remove(members_.begin(), members_.end(), mesh), members_.end());
+}
+
+void MeshFamily::notify_all_but(const Mesh* failing, char notice) {
+  std::lock_guard lock(mu_);
+  for (Mesh* m : members_) {
+    if (m != failing) m->send_notice(notice);
+  }
+}
+
 Mesh::Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, double timeout_seconds, std::string label,
-           std::vector<std::string> names)
+           std::vector<std::string> names, std::shared_ptr<MeshFamily> family)
     : rank_(rank),
       peers_(std::move(peers)),
       global_ranks_(std::move(global_ranks)),
@@ -18,63 +38,105 @@ Mesh::Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, doubl
       timeout_seconds_(timeout_seconds),
       label_(std::move(label)),
       closed_(peers_.size(), false),
-      fds_(peers_.size()) {}
+      fds_(peers_.size() + 1),
+      // Without one (out of descriptors) an interrupt is still seen, at the next wake-up (1 s).
+      wake_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      family_(std::move(family)) {
+  if (family_) family_->join(this);
+}
+
+Mesh::~Mesh() {
+  if (family_) family_->leave(this);
+}
+
+void Mesh::send_notice(char notice) {
+  for (const Fd& fd : peers_) {
+    if (fd.valid()) (void)send(fd.get(), &notice, 1, MSG_OOB | MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+}
 
 std::string Mesh::peer_name(int r) const {
   if (r < static_cast<int>(names_.size())) return names_[r];
   return fmt::format("rank {}", global_ranks_[r]);
 }
 
-void Mesh::send_failure_notices() {
-  const Deadline deadline = deadline_after(kSettleSeconds);
-  const char notice = 'F';
-  for (Fd& fd : peers_) {
-    if (!fd.valid()) continue;
-    // Urgent data needs room in the send buffer: give a peer that is still reading a moment.
-    while (send(fd.get(), &notice, 1, MSG_OOB | MSG_NOSIGNAL | MSG_DONTWAIT) != 1 &&
-           (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      pollfd p{fd.get(), POLLOUT, 0};
-      if (poll(&p, 1, poll_ms_left(deadline, 100)) <= 0) break;
-    }
-    shutdown(fd.get(), SHUT_WR);
-  }
-}
-
-std::string Mesh::gone_peers() {
-  // Peers hang up within milliseconds of a failure (the dead one first, the others as they fail
-  // in turn): collect for a moment so the message names the rank that started it.
-  const Deadline deadline = deadline_after(kSettleSeconds);
-  std::vector<bool> gone(peers_.size(), false);
-  for (;;) {
-    int open = 0;
-    for (size_t r = 0; r < peers_.size(); ++r) {
-      const bool watch = peers_[r].valid() && !gone[r];
-      fds_[r] = {watch ? peers_[r].get() : -1, POLLRDHUP, 0};
-      open += watch;
-    }
-    if (open == 0 || poll(fds_.data(), fds_.size(), poll_ms_left(deadline, 100)) <= 0) break;
-    for (size_t r = 0; r < peers_.size(); ++r) {
-      if (fds_[r].revents & (POLLRDHUP | POLLHUP | POLLERR)) gone[r] = true;
-    }
-  }
-  std::string died, failed;
-  for (size_t r = 0; r < peers_.size(); ++r) {
-    if (!gone[r] && !closed_[r]) continue;
-    char notice = 0;
-    const bool noticed = recv(peers_[r].get(), &notice, 1, MSG_OOB | MSG_DONTWAIT) == 1 && notice == 'F';
-    std::string& list = noticed ? failed : died;
-    list += (list.empty() ? "" : ", ") + peer_name(static_cast<int>(r));
-  }
+std::string Mesh::names(const std::vector<short>& want) const {
   std::string out;
-  if (!died.empty()) out += "; gone without a failure notice (killed or exited): " + died;
-  if (!failed.empty()) out += "; failed as well: " + failed;
+  for (size_t r = 0; r < want.size(); ++r) {
+    if (want[r] != 0) out += (out.empty() ? "" : ", ") + peer_name(static_cast<int>(r));
+  }
   return out;
 }
 
-Status Mesh::fail(Status why) {
+Mesh::Settled Mesh::settle(char notice) {
+  // Peers hang up within milliseconds of a failure (a dead one first, the others as they fail in
+  // turn): collect for a moment so the message names the rank that started it. A notice goes
+  // out first wherever the send buffer takes it now; a peer that stopped reading (a stopped
+  // rank, its buffer full) is retried meanwhile without holding up the others' notices.
+  const Deadline deadline = deadline_after(kSettleSeconds);
+  const size_t n = peers_.size();
+  std::vector<bool> to_notify(n, false), answered(n, false);
+  for (size_t r = 0; r < n; ++r) {
+    to_notify[r] = peers_[r].valid();
+    answered[r] = closed_[r];
+  }
+  fds_[n] = {-1, 0, 0};
+  for (;;) {
+    for (size_t r = 0; r < n; ++r) {
+      if (!to_notify[r]) continue;
+      if (send(peers_[r].get(), &notice, 1, MSG_OOB | MSG_NOSIGNAL | MSG_DONTWAIT) != 1 &&
+          (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        continue;
+      }
+      shutdown(peers_[r].get(), SHUT_WR);
+      to_notify[r] = false;
+    }
+    int open = 0;
+    for (size_t r = 0; r < n; ++r) {
+      const short events = static_cast<short>((answered[r] ? 0 : POLLRDHUP | POLLPRI) | (to_notify[r] ? POLLOUT : 0));
+      const bool watch = peers_[r].valid() && events != 0;
+      fds_[r] = {watch ? peers_[r].get() : -1, events, 0};
+      open += watch;
+    }
+    if (open == 0 || std::chrono::steady_clock::now() >= deadline) break;
+    const int rc = poll(fds_.data(), fds_.size(), poll_ms_left(deadline, 100));
+    if (rc < 0 && errno != EINTR) break;
+    if (rc <= 0) continue;
+    for (size_t r = 0; r < n; ++r) {
+      if (fds_[r].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLPRI)) answered[r] = true;
+    }
+  }
+  std::string died, failed, silent;
+  bool waited_out = notice == 'T';
+  for (size_t r = 0; r < n; ++r) {
+    if (!peers_[r].valid()) continue;
+    if (to_notify[r]) shutdown(peers_[r].get(), SHUT_WR);  // its notice did not fit: the hang-up still says it
+    char theirs = 0;
+    const bool noticed = recv(peers_[r].get(), &theirs, 1, MSG_OOB | MSG_DONTWAIT) == 1 &&
+                         (theirs == 'F' || theirs == 'T');
+    waited_out = waited_out || (noticed && theirs == 'T');
+    std::string& list = noticed ? failed : answered[r] ? died : silent;
+    list += (list.empty() ? "" : ", ") + peer_name(static_cast<int>(r));
+  }
+  Settled out;
+  // Silence matters only when some rank's wait ran out: otherwise a quiet peer is just one that
+  // is not in a collective of this set right now.
+  if (waited_out && !silent.empty()) {
+    out.lost = fmt::format("lost {} (no data, no failure notice and no hang-up: alive but stopped, stuck or cut "
+                           "off; the wait ran out after KOROVOD_COLLECTIVE_TIMEOUT_SECONDS); ",
+                           silent);
+  }
+  if (!died.empty()) out.rest += "; gone without a failure notice (killed or exited): " + died;
+  if (!failed.empty()) out.rest += "; failed as well: " + failed;
+  return out;
+}
+
+Status Mesh::fail(Status why, bool waited_out) {
   if (failed_.is_ok()) {
-    send_failure_notices();
-    failed_ = Status(why.code(), fmt::format("{} on {}: {}{}", label_, peer_name(rank_), why.message(), gone_peers()));
+    const char notice = waited_out ? 'T' : 'F';
+    if (family_) family_->notify_all_but(this, notice);
+    const Settled s = settle(notice);
+    failed_ = Status(why.code(), fmt::format("{} on {}: {}{}{}", label_, peer_name(rank_), s.lost, why.message(), s.rest));
     for (Fd& fd : peers_) {
       if (fd.valid()) shutdown(fd.get(), SHUT_RDWR);
     }
@@ -82,32 +144,63 @@ Status Mesh::fail(Status why) {
   return failed_;
 }
 
-Status Mesh::timed_out(const std::vector<short>& want, const char* op) {
-  std::string waiting;
-  for (size_t r = 0; r < want.size(); ++r) {
-    if (want[r] != 0) waiting += (waiting.empty() ? "" : ", ") + peer_name(static_cast<int>(r));
+Status Mesh::timed_out(const std::vector<short>& want, const char* op, const std::string& why) {
+  return fail(Status::aborted(fmt::format("{}: {} waiting for {}", op, why, names(want))), /*waited_out=*/true);
+}
+
+bool Mesh::interrupt(const std::string& why) {
+  {
+    std::lock_guard lock(interrupt_mu_);
+    if (interrupt_why_.empty()) interrupt_why_ = why;
   }
-  return fail(Status::aborted(fmt::format("{}: no progress for {} s waiting for {}", op, timeout_seconds_, waiting)));
+  interrupted_.store(true);
+  if (wake_.valid()) {
+    const uint64_t one = 1;
+    const ssize_t n = write(wake_.get(), &one, sizeof one);
+    (void)n;  // the counter only saturates: it is readable either way
+  }
+  return waiting_.load();
 }
 
 Status Mesh::wait(const std::vector<short>& want, std::vector<short>& ready, const char* op) {
   if (!failed_.is_ok()) return failed_;
+  struct Waiting {
+    std::atomic<bool>& flag;
+    explicit Waiting(std::atomic<bool>& f) : flag(f) { flag.store(true); }
+    ~Waiting() { flag.store(false); }
+  } waiting(waiting_);
   const Deadline deadline = deadline_after(timeout_seconds_);
+  const size_t n = peers_.size();
   for (int spins = 0;; ) {
-    for (size_t r = 0; r < peers_.size(); ++r) {
-      const bool watch = peers_[r].valid() && (want[r] != 0 || !closed_[r]);
-      fds_[r] = {watch ? peers_[r].get() : -1, static_cast<short>(want[r] | POLLRDHUP), 0};
+    if (interrupted_.load()) {
+      std::string why;
+      {
+        std::lock_guard lock(interrupt_mu_);
+        why = interrupt_why_;
+      }
+      return timed_out(want, op, why);
     }
+    for (size_t r = 0; r < n; ++r) {
+      const bool watch = peers_[r].valid() && (want[r] != 0 || !closed_[r]);
+      fds_[r] = {watch ? peers_[r].get() : -1, static_cast<short>(want[r] | POLLRDHUP | POLLPRI), 0};
+    }
+    fds_[n] = {wake_.get(), POLLIN, 0};
     // Spin briefly before sleeping: a peer's answer usually comes within microseconds, and a
     // rank that sleeps on a busy machine waits a whole time slice to run again.
     const int rc = poll(fds_.data(), fds_.size(), spins < kSpinPolls ? 0 : poll_ms_left(deadline, 1000));
     ++spins;
     if (rc < 0 && errno != EINTR) return fail(Status::unknown(fmt::format("poll: {}", std::strerror(errno))));
     bool any = false;
-    for (size_t r = 0; r < peers_.size() && rc > 0; ++r) {
+    for (size_t r = 0; r < n && rc > 0; ++r) {
       const short ev = fds_[r].revents;
       ready[r] = 0;
       if (ev == 0) continue;
+      // A failure notice, from any peer: the set is failing (that peer stops), so this rank
+      // fails now with the others rather than at its own timeout, and they all hear each other.
+      if (ev & POLLPRI) {
+        return fail(Status::aborted(fmt::format("{}: {} failed (its failure notice came)", op,
+                                                peer_name(static_cast<int>(r)))));
+      }
       // A hang-up where nothing is expected is not yet an error: a peer may legitimately exit
       // after its last collective. It is named if this collective then fails.
       if (want[r] == 0) {
@@ -118,7 +211,9 @@ Status Mesh::wait(const std::vector<short>& want, std::vector<short>& ready, con
       any = true;
     }
     if (any) return Status::ok();
-    if (rc == 0 && std::chrono::steady_clock::now() >= deadline) return timed_out(want, op);
+    if (rc == 0 && std::chrono::steady_clock::now() >= deadline) {
+      return timed_out(want, op, fmt::format("no progress for {} s", timeout_seconds_));
+    }
   }
 }
 

@@ -38,6 +38,7 @@ class TcpBackend final : public Backend {
   Status reducescatter(const void* send, void* recv, const std::vector<int64_t>& recv_counts, DataType dtype,
                        ReduceOp op) override;
   Status barrier() override;
+  bool interrupt_wait(const std::string& why) override { return mesh_->interrupt(why); }
 
   // Broadcasts from this size up run as a chain (one hop per rank, pipelined), below as one
   // direct hop from the root to everyone.

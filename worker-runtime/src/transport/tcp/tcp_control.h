@@ -18,6 +18,7 @@ class MeshControl final : public ControlChannel {
   Status allreduce_bits(std::vector<uint64_t>& bits, BitwiseOp op) override;
   Result<std::vector<std::string>> gather_to_root(const std::string& mine) override;
   Status broadcast_from_root(std::string& bytes) override;
+  bool interrupt_wait(const std::string& why) override { return mesh_->interrupt(why); }
 
  private:
   void clear_io();

@@ -66,7 +66,7 @@ Result<std::unique_ptr<Backend>> TcpBackendProvider::create_flat(ControlChannel&
   std::vector<std::string> names;
   for (int r : global_ranks) names.push_back(transport_->rank_name(r));
   auto mesh = std::make_unique<Mesh>(ctl.rank(), std::move(peers).value(), global_ranks, options_.timeout_seconds,
-                                     "TCP backend", std::move(names));
+                                     "TCP backend", std::move(names), options_.family);
   return std::unique_ptr<Backend>(std::make_unique<TcpBackend>(std::move(mesh), options_.segment_bytes));
 }
 

@@ -12,6 +12,7 @@
 #include "korovod/config.h"
 #include "korovod/transport.h"
 #include "transport/common/host_groups.h"
+#include "transport/tcp/mesh.h"
 #include "transport/tcp/mesh_setup.h"
 #include "transport/shm/shm_group.h"
 
@@ -32,6 +33,9 @@ struct TcpOptions {
   // opened (under MPI, whose channel is trusted: the ranks need no secret of their own).
   MeshAuth auth;
   bool share_secret = false;
+  // Shared with the control plane's meshes when that is TCP too (MeshFamily); null: the data
+  // meshes of this provider form one of their own.
+  std::shared_ptr<MeshFamily> family;
 };
 
 // Refused connections and other security warnings, through a Logger at WARNING (Config's level,
@@ -42,7 +46,9 @@ AuthLog warning_log(const Config& config, int rank);
 class TcpBackendProvider final : public BackendProvider {
  public:
   TcpBackendProvider(std::shared_ptr<TransportProvider> transport, TcpOptions options)
-      : transport_(std::move(transport)), options_(std::move(options)) {}
+      : transport_(std::move(transport)), options_(std::move(options)) {
+    if (!options_.family) options_.family = std::make_shared<MeshFamily>();
+  }
   std::string name() const override { return "TCP"; }
   Result<std::unique_ptr<Backend>> create_backend(const std::vector<int>& global_ranks, int set_id) override;
 

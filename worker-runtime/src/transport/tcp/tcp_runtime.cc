@@ -161,6 +161,7 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   tcp_options.host_id = world.host_id;
   tcp_options.shm_geometry = shm::geometry_from(options.config);
   tcp_options.auth = (*transport)->auth();
+  tcp_options.family = (*transport)->mesh_family();
   auto tcp_backends = std::make_shared<tcp::TcpBackendProvider>(*transport, tcp_options);
 #ifdef KOROVOD_HAVE_NCCL
   // GPU tensors: NCCL (enabled for device >= 0 only), its communicators set up over this control

@@ -179,11 +179,12 @@ Result<std::unique_ptr<ControlChannel>> TcpTransportProvider::create_control(con
       connect_mesh(*listener, endpoints, me, set_id, SocketOptions{}, timeout_seconds_, global_ranks, auth_);
   if (!peers.is_ok()) return peers.status();
   // No timeout on the control plane (as with MPI): ranks may idle between steps for any time; a
-  // rank that dies closes its sockets and fails the others at once.
+  // rank that dies closes its sockets and fails the others at once; a rank that stops is named
+  // when the engine's watchdog interrupts the wait for it (ControlChannel::interrupt_wait).
   std::vector<std::string> names;
   for (int r : global_ranks) names.push_back(rank_name(r));
   auto mesh = std::make_unique<Mesh>(me, std::move(peers).value(), global_ranks, 0.0, "TCP control plane",
-                                     std::move(names));
+                                     std::move(names), mesh_family_);
   return std::unique_ptr<ControlChannel>(std::make_unique<MeshControl>(std::move(mesh)));
 }
 

@@ -22,6 +22,7 @@
 
 #include "korovod/tcp.h"
 #include "korovod/transport.h"
+#include "transport/tcp/mesh.h"
 #include "transport/tcp/mesh_setup.h"
 #include "transport/tcp/store.h"
 
@@ -42,6 +43,8 @@ class TcpTransportProvider final : public TransportProvider {
   Status mark_elastic_ready(const std::string& worker_id);
   // "rank 2 on host worker-1": what errors call a global rank (the hosts as ranks published them).
   std::string rank_name(int global_rank) const override;
+  // Every mesh of this runtime, control and (through TcpOptions::family) data planes.
+  const std::shared_ptr<MeshFamily>& mesh_family() const { return mesh_family_; }
 
  private:
   TcpTransportProvider() = default;
@@ -64,6 +67,7 @@ class TcpTransportProvider final : public TransportProvider {
   MeshAuth auth_;
   double timeout_seconds_ = 30;
   std::map<int, int> created_;  // control channels made per set id: part of the store keys
+  std::shared_ptr<MeshFamily> mesh_family_ = std::make_shared<MeshFamily>();
 };
 
 }  // namespace korovod::tcp
