@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -60,7 +61,35 @@ bool process_alive(pid_t pid) {
 
 Group::Group(int rank, std::vector<Segment> segments, std::vector<pid_t> pids, Geometry geometry,
              std::vector<std::string> names)
-    : rank_(rank), segments_(std::move(segments)), pids_(std::move(pids)), geometry_(geometry), names_(std::move(names)) {}
+    : rank_(rank), segments_(std::move(segments)), pids_(std::move(pids)), geometry_(geometry), names_(std::move(names)) {
+  pidfds_.assign(pids_.size(), -1);
+  for (size_t r = 0; r < pids_.size(); ++r) {
+    if (static_cast<int>(r) != rank_) pidfds_[r] = static_cast<int>(syscall(SYS_pidfd_open, pids_[r], 0));
+  }
+}
+
+Group::~Group() {
+  for (int fd : pidfds_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+bool Group::peer_exited() const {
+  std::vector<pollfd> fds;
+  for (size_t r = 0; r < pidfds_.size(); ++r) {
+    if (static_cast<int>(r) == rank_) continue;
+    if (pidfds_[r] >= 0) {
+      fds.push_back({pidfds_[r], POLLIN, 0});
+    } else if (!process_alive(pids_[r])) {
+      return true;
+    }
+  }
+  if (fds.empty() || poll(fds.data(), fds.size(), 0) <= 0) return false;
+  for (const pollfd& p : fds) {
+    if (p.revents != 0) return true;
+  }
+  return false;
+}
 
 std::string Group::name(int r) const {
   if (r >= 0 && r < static_cast<int>(names_.size())) return names_[r];
@@ -209,6 +238,7 @@ void Group::ring_sleeping_peers() {
 }
 
 bool Group::control_round_pending() const {
+  if (peer_gone_.load(std::memory_order_relaxed)) return true;  // a round finds out which, and fails
   const uint64_t mine = segments_[rank_].counter(Counter::kControl).load(std::memory_order_seq_cst);
   for (int r = 0; r < size(); ++r) {
     if (r != rank_ && segments_[r].counter(Counter::kControl).load(std::memory_order_seq_cst) > mine) return true;
@@ -217,13 +247,26 @@ bool Group::control_round_pending() const {
 }
 
 void Group::sleep_idle(uint64_t seen, double timeout_seconds) {
+  using Steady = std::chrono::steady_clock;
   const Segment& mine = segments_[rank_];
+  const Steady::time_point until =
+      Steady::now() + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(timeout_seconds));
   // Counted among the sleepers first, then the checks: a peer that posts a control round after
   // them sees the count and rings; one that posted before is seen by control_round_pending.
   mine.sleepers(Counter::kIdleBell).fetch_add(1, std::memory_order_seq_cst);
-  if (bell() == seen && !control_round_pending()) {
+  // In slices, each followed by a look at the peers' processes: a peer that dies posts nothing,
+  // and a rank waiting for it here (for its part of an operation already submitted) would
+  // otherwise learn of it only at its next stall check, up to a second later.
+  for (;;) {
+    if (bell() != seen || control_round_pending()) break;
+    const Steady::time_point now = Steady::now();
+    if (now >= until) break;
     futex_wait(mine.futex_word(Counter::kIdleBell), static_cast<uint32_t>(seen),
-               std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(timeout_seconds)));
+               std::min<Steady::duration>(until - now, kIdleLivenessPeriod));
+    if (bell() == seen && peer_exited()) {
+      peer_gone_.store(true, std::memory_order_relaxed);
+      break;
+    }
   }
   mine.sleepers(Counter::kIdleBell).fetch_sub(1, std::memory_order_seq_cst);
 }

@@ -3,11 +3,14 @@
 // yield briefly (ranks may outnumber free cores, so a waiter must give its core to the rank it
 // waits for), then sleep on the counter's futex until the owner's post wakes them (a rank that
 // waits for a peer still computing must not take CPU from anyone meanwhile); failure detection
-// while waiting (a peer's abort flag, or its process gone). Also each member's idle doorbell.
+// while waiting (a peer's abort flag, or its process gone). Also each member's idle doorbell,
+// whose sleep also notices a peer's process gone (then it asks for a round, whose wait on that
+// peer reports it): an idle rank learns of a lost peer within kIdleLivenessPeriod.
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -41,6 +44,9 @@ class Group {
   // names[r]: what errors call set rank r ("rank 5 on host a"); empty = "rank r of the process set".
   Group(int rank, std::vector<Segment> segments, std::vector<pid_t> pids, Geometry geometry,
         std::vector<std::string> names = {});
+  ~Group();
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(segments_.size()); }
@@ -70,14 +76,19 @@ class Group {
   // The idle doorbell. An idle engine takes bell(), checks its own work, then sleep_idle(): it
   // returns when the bell moved since (ring_own from another thread, or a peer's
   // ring_sleeping_peers after it started a control round), when a peer has started a control
-  // round this rank has not joined (control_round_pending), or after the timeout.
+  // round this rank has not joined (control_round_pending), when a peer's process is gone
+  // (looked at every kIdleLivenessPeriod of the sleep: one poll() of the peers' pidfds; from then
+  // on control_round_pending() is true, so the engine starts a round and its wait on the dead
+  // peer fails naming it), or after the timeout.
   uint64_t bell() const { return segments_[rank_].counter(Counter::kIdleBell).load(std::memory_order_seq_cst); }
   void sleep_idle(uint64_t seen, double timeout_seconds);
   void ring_own();             // any thread of this rank
   void ring_sleeping_peers();  // after posting a control round
   bool control_round_pending() const;
+  static constexpr auto kIdleLivenessPeriod = std::chrono::milliseconds(100);
 
  private:
+  bool peer_exited() const;  // any thread
   Status check_peers(int waited_for, Counter c, uint64_t target);
   std::string name(int r) const;
   void ring(int rank);
@@ -89,6 +100,10 @@ class Group {
   std::vector<std::string> names_;
   bool failed_ = false;
   std::chrono::steady_clock::time_point next_liveness_check_{};
+  // pidfd_open of each peer (-1: this rank, or none to be had: then /proc is read instead);
+  // readable once that process has exited (a zombie too).
+  std::vector<int> pidfds_;
+  std::atomic<bool> peer_gone_{false};  // sleep_idle saw a peer's process gone
 };
 
 }  // namespace korovod::shm
