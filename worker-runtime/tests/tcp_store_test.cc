@@ -182,7 +182,8 @@ TEST(MeshTest, StalledPeerTimesOutNamingIt) {
 
 // The meshes of an n-rank set over loopback TCP (urgent data, as between hosts), set rank r
 // named "rank r on host hr".
-std::vector<std::unique_ptr<Mesh>> tcp_meshes(int n, const std::vector<double>& timeouts) {
+std::vector<std::unique_ptr<Mesh>> tcp_meshes(int n, const std::vector<double>& timeouts,
+                                              const std::vector<std::shared_ptr<MeshFamily>>& families = {}) {
   std::vector<std::vector<Fd>> fds(n);
   for (auto& row : fds) row.resize(n);
   for (int i = 0; i < n; ++i) {
@@ -202,7 +203,8 @@ std::vector<std::unique_ptr<Mesh>> tcp_meshes(int n, const std::vector<double>& 
   for (int r = 0; r < n; ++r) ranks.push_back(r), names.push_back(fmt::format("rank {} on host h{}", r, r));
   std::vector<std::unique_ptr<Mesh>> meshes;
   for (int r = 0; r < n; ++r) {
-    meshes.push_back(std::make_unique<Mesh>(r, std::move(fds[r]), ranks, timeouts[r], "TCP backend", names));
+    meshes.push_back(std::make_unique<Mesh>(r, std::move(fds[r]), ranks, timeouts[r], "TCP backend", names,
+                                            families.empty() ? nullptr : families[r]));
   }
   return meshes;
 }
@@ -309,6 +311,30 @@ TEST(MeshTest, SurvivorsWaitingForTheSameStoppedRankFailTogether) {
   EXPECT_NE(s2.message().find("control bits: rank 0 on host h0 failed (its failure notice came)"), std::string::npos)
       << s2.message();
   EXPECT_LT(took2, 0.5 + 2 * Mesh::kSettleSeconds + 1.0);
+}
+
+TEST(MeshTest, NoticeGoesOutOnEveryMeshOfTheFailingRank) {
+  // Two meshes per rank (a data plane and a control plane, one family per rank). Rank 0 waits
+  // for stopped rank 1 on the data mesh; rank 2 has moved on and waits for rank 1 on the control
+  // mesh. Rank 0's failure reaches rank 2 through the control mesh, and rank 2's notice reaches
+  // rank 0 through the data mesh: neither calls the other lost.
+  std::vector<std::shared_ptr<MeshFamily>> families;
+  for (int r = 0; r < 3; ++r) families.push_back(std::make_shared<MeshFamily>());
+  auto data = tcp_meshes(3, {0.5, 0.0, 0.0}, families);
+  auto control = tcp_meshes(3, {0.0, 0.0, 0.0}, families);
+  std::vector<std::byte> buf0(16), buf2(16);
+  std::vector<PeerIo> io0 = receive_from(3, 1, buf0), io2 = receive_from(3, 1, buf2);
+  Status s2;
+  std::thread survivor([&] { s2 = control[2]->exchange(io2, "control bits"); });
+  Status s0 = data[0]->exchange(io0, "allreduce");
+  survivor.join();
+  ASSERT_FALSE(s0.is_ok());
+  ASSERT_FALSE(s2.is_ok());
+  EXPECT_NE(s0.message().find("lost rank 1 on host h1 ("), std::string::npos) << s0.message();
+  EXPECT_NE(s0.message().find("failed as well: rank 2 on host h2"), std::string::npos) << s0.message();
+  EXPECT_NE(s2.message().find("lost rank 1 on host h1 ("), std::string::npos) << s2.message();
+  EXPECT_NE(s2.message().find("control bits: rank 0 on host h0 failed (its failure notice came)"), std::string::npos)
+      << s2.message();
 }
 
 TEST(MeshTest, PeerFailureWithoutATimeoutBlamesNoQuietPeer) {
