@@ -206,5 +206,50 @@ TEST(TcpRuntime, MissingRankFailsTheStartNamingIt) {
       << options.status().message();
 }
 
+TEST(TcpRuntime, OperationAfterAnotherRanksShutdownFailsInsteadOfHanging) {
+  // Rank 1 shuts down (as an elastic reset after its own failure does) while rank 0 is idle: the
+  // agreed shutdown ends rank 0's engine too. Rank 0's next operation must fail at once
+  // (HorovodInternalError in Python, which resets), not wait forever for an engine that is gone.
+  for (const std::string plane : {"tcp"}) {  // (one process: no shared memory between its ranks)
+    const int port = free_port();
+    std::atomic<int> phase{0};
+    Status after;
+    double took = -1;
+    testing::run_ranks(2, [&](int rank) {
+      Config config = tcp_config();
+      config.cpu_operations = plane;
+      Result<TcpWorldConfig> world = parse_tcp_world(env_for(rank, 2, port));
+      Result<RuntimeOptions> options = world.is_ok() ? tcp_runtime_options(config, *world)
+                                                     : Result<RuntimeOptions>(world.status());
+      Result<std::unique_ptr<Runtime>> rt =
+          options.is_ok() ? Runtime::create(std::move(options).value()) : Result<std::unique_ptr<Runtime>>(options.status());
+      phase.fetch_add(1);
+      if (!rt.is_ok()) return;
+      Runtime& r = **rt;
+      while (phase.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (rank == 1) {
+        (void)r.shutdown();
+        phase = 10;
+        return;
+      }
+      while (phase.load() < 10) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::vector<float> x(4, 1.f);
+      TensorView t{x.data(), DataType::kFloat32, {4}, kCpuDevice};
+      const auto start = std::chrono::steady_clock::now();
+      Result<Handle> h = r.allreduce("after.peer.shutdown", t, t, ReduceOp::kSum);
+      after = h.is_ok() ? r.wait_for(*h, 5.0) : h.status();
+      took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (h.is_ok()) r.release(*h);
+      (void)r.shutdown();
+    });
+    EXPECT_EQ(phase.load(), 10) << plane << ": a rank did not start";
+    EXPECT_FALSE(after.is_ok()) << plane;
+    EXPECT_EQ(after.code(), StatusCode::kAborted) << plane << ": " << after.to_string();
+    EXPECT_NE(after.message().find("shut down"), std::string::npos) << plane << ": " << after.message();
+    EXPECT_LT(took, 2.0) << plane << ": " << after.to_string();
+  }
+}
+
 }  // namespace
 }  // namespace korovod

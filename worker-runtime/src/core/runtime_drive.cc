@@ -158,6 +158,19 @@ Status RuntimeImpl::wait(Handle handle, std::optional<double> timeout_seconds) {
     CallerInside inside(*this);
     drive_cycles(handle, deadline);
   }
+  // Enqueued after the engine stopped (another rank's shutdown ended it: an elastic reset after
+  // that rank's failure), the operation never runs: it fails rather than waits forever.
+  bool exited = false;
+  {
+    std::lock_guard lock(state_mu_);
+    exited = loop_exited_;
+  }
+  if (exited) {
+    const Status fatal = fatal_error();
+    handles_.complete(handle, fatal.is_ok() ? Status::aborted("korovod has been shut down: another rank's shutdown "
+                                                              "ended the engine before this operation ran")
+                                            : fatal);
+  }
   if (!timeout_seconds) return handles_.wait(handle, std::nullopt);
   const double left = std::chrono::duration<double>(deadline - Steady::now()).count();
   return handles_.wait(handle, left > 0 ? left : 0.0);
