@@ -220,11 +220,14 @@ void RuntimeImpl::background_loop() {
     cycle_.reset();
   }
   Status final_status = fatal_error();
-  drain(final_status.is_ok() ? Status::aborted("korovod has been shut down") : final_status);
+  const Status gone = final_status.is_ok() ? Status::aborted("korovod has been shut down") : final_status;
+  drain(gone);
   {
     std::lock_guard lock(state_mu_);
     loop_exited_ = true;
   }
+  // What was enqueued while the above ran: a wait from now on sees loop_exited_ (wait()).
+  handles_.fail_all_pending(gone);
   state_cv_.notify_all();
 }
 
