@@ -4,6 +4,7 @@
 // the response cache while the coordinator held the changed one for them).
 #include <gtest/gtest.h>
 
+#include "fake_ranks.h"
 #include "korovod/runtime.h"
 #include "test_ranks.h"
 #include "transport/fake/fake_world.h"
@@ -11,19 +12,9 @@
 namespace korovod {
 namespace {
 
+using testing::fast_config;
+using testing::make_fake_runtime;
 using testing::run_ranks;
-
-std::unique_ptr<Runtime> make_runtime(std::shared_ptr<fake::FakeWorld> world, int rank) {
-  RuntimeOptions o;
-  o.config.cycle_time_ms = 0.5;
-  o.config.log_level = LogLevel::kFatal;
-  o.config.collective_timeout_seconds = 20;
-  o.transport = std::make_shared<fake::FakeTransportProvider>(world, rank);
-  o.backends.push_back(std::make_shared<fake::FakeBackendProvider>(world, rank));
-  Result<std::unique_ptr<Runtime>> rt = Runtime::create(std::move(o));
-  EXPECT_TRUE(rt.is_ok()) << rt.status().to_string();
-  return rt.is_ok() ? std::move(rt).value() : nullptr;
-}
 
 struct Member {
   int64_t count;
@@ -71,7 +62,7 @@ TEST(EngineGroups, GroupReusedUnderItsNamesWithOtherShapesDtypesAndMembers) {
   const int n = 3;
   auto world = std::make_shared<fake::FakeWorld>(n);
   run_ranks(n, [&](int rank) {
-    auto rt = make_runtime(world, rank);
+    auto rt = make_fake_runtime(world, rank, fast_config(20));
     ASSERT_TRUE(rt);
     for (const std::vector<Member>& g : std::vector<std::vector<Member>>{
              {{3}, {2}},                          // negotiated, then cached

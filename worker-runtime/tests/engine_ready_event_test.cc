@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "fake_ranks.h"
 #include "korovod/cuda.h"
 #include "korovod/runtime.h"
 #include "test_ranks.h"
@@ -15,6 +16,8 @@
 namespace korovod {
 namespace {
 
+using testing::fast_config;
+using testing::make_fake_runtime;
 using testing::run_ranks;
 
 // Stands in for a CUDA event on the framework's stream: not ready until `fire` is called.
@@ -30,18 +33,6 @@ class ManualEvent final : public ReadyEvent {
   mutable std::atomic<int> polls{0};
 };
 
-std::unique_ptr<Runtime> make_runtime(std::shared_ptr<fake::FakeWorld> world, int rank, double timeout_s) {
-  RuntimeOptions o;
-  o.config.cycle_time_ms = 0.5;
-  o.config.log_level = LogLevel::kFatal;
-  o.config.collective_timeout_seconds = timeout_s;
-  o.transport = std::make_shared<fake::FakeTransportProvider>(world, rank);
-  o.backends.push_back(std::make_shared<fake::FakeBackendProvider>(world, rank));
-  Result<std::unique_ptr<Runtime>> rt = Runtime::create(std::move(o));
-  EXPECT_TRUE(rt.is_ok()) << rt.status().to_string();
-  return rt.is_ok() ? std::move(rt).value() : nullptr;
-}
-
 CollectiveArgs allreduce_args(const std::string& name, std::vector<float>& in, std::vector<float>& out) {
   CollectiveArgs a;
   a.name = name;
@@ -55,7 +46,7 @@ TEST(ReadyEvent, CollectiveReadsTheInputOnlyAfterTheEventFires) {
   const int n = 2;
   auto world = std::make_shared<fake::FakeWorld>(n);
   run_ranks(n, [&](int rank) {
-    auto rt = make_runtime(world, rank, 10);
+    auto rt = make_fake_runtime(world, rank, fast_config(10));
     // The "framework" has not written the input yet when the tensor is submitted; it writes it
     // only once the engine has started waiting on the event (polled it), then fires the event
     // (as a kernel on its stream would): the collective must see the written values.
@@ -84,7 +75,7 @@ TEST(ReadyEvent, FailedEventEndsTheOperationWithAnErrorNamingTheTensor) {
   const int n = 2;
   auto world = std::make_shared<fake::FakeWorld>(n);
   run_ranks(n, [&](int rank) {
-    auto rt = make_runtime(world, rank, 1);
+    auto rt = make_fake_runtime(world, rank, fast_config(1));
     std::vector<float> in(8, 1.f), out(8, 0.f);
     CollectiveArgs a = allreduce_args("broken", in, out);
     if (rank == 0) {
@@ -108,7 +99,7 @@ TEST(ReadyEvent, EventThatNeverFiresIsBoundedByHalfTheCollectiveTimeout) {
   const int n = 2;
   auto world = std::make_shared<fake::FakeWorld>(n);
   run_ranks(n, [&](int rank) {
-    auto rt = make_runtime(world, rank, 2);  // a ready event gets half of it
+    auto rt = make_fake_runtime(world, rank, fast_config(2));  // a ready event gets half of it
     std::vector<float> in(8, 1.f), out(8, 0.f);
     CollectiveArgs a = allreduce_args("never", in, out);
     a.ready_event = std::make_shared<ManualEvent>();

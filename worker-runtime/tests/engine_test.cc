@@ -5,6 +5,7 @@
 #include <atomic>
 #include <numeric>
 
+#include "fake_ranks.h"
 #include "korovod/runtime.h"
 #include "test_ranks.h"
 #include "transport/fake/fake_world.h"
@@ -12,27 +13,9 @@
 namespace korovod {
 namespace {
 
+using testing::fast_config;
+using testing::make_fake_runtime;
 using testing::run_ranks;
-
-Config fast_config() {
-  Config c;
-  c.cycle_time_ms = 0.5;
-  c.log_level = LogLevel::kFatal;
-  c.collective_timeout_seconds = 5;
-  return c;
-}
-
-std::unique_ptr<Runtime> make_runtime(std::shared_ptr<fake::FakeWorld> world, int rank, Config config,
-                                      std::vector<std::vector<int>> sets = {}) {
-  RuntimeOptions o;
-  o.config = config;
-  o.transport = std::make_shared<fake::FakeTransportProvider>(world, rank);
-  o.backends.push_back(std::make_shared<fake::FakeBackendProvider>(world, rank));
-  o.process_sets = std::move(sets);
-  Result<std::unique_ptr<Runtime>> rt = Runtime::create(std::move(o));
-  EXPECT_TRUE(rt.is_ok()) << rt.status().to_string();
-  return rt.is_ok() ? std::move(rt).value() : nullptr;
-}
 
 TensorView f32(std::vector<float>& v, std::vector<int64_t> shape = {}) {
   if (shape.empty()) shape = {static_cast<int64_t>(v.size())};
@@ -43,7 +26,7 @@ TEST(Engine, AllreduceOpsAcrossSizesIncludingEmpty) {
   const int n = 3;
   auto world = std::make_shared<fake::FakeWorld>(n);
   run_ranks(n, [&](int rank) {
-    auto rt = make_runtime(world, rank, fast_config());
+    auto rt = make_fake_runtime(world, rank, fast_config());
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
       for (int count : {0, 1, 7}) {
         std::vector<float> in(count, static_cast<float>(rank + 1)), out(count, -1);
@@ -62,7 +45,7 @@ TEST(Engine, GroupedAllreduceFusesAndRunsCallbacksAndScales) {
   const int n = 2;
   auto world = std::make_shared<fake::FakeWorld>(n);
   run_ranks(n, [&](int rank) {
-    auto rt = make_runtime(world, rank, fast_config());
+    auto rt = make_fake_runtime(world, rank, fast_config());
     std::vector<std::vector<float>> ins(20, std::vector<float>(5, 1.f + rank)), outs(20, std::vector<float>(5));
     std::vector<std::string> names;
     std::vector<TensorView> iv, ov;
@@ -97,7 +80,7 @@ TEST(Engine, ManyTensorsOneByOneCompleteTogetherWithEveryCallbackFirst) {
   const int n = 2, tensors = 300, steps = 3;
   auto world = std::make_shared<fake::FakeWorld>(n);
   run_ranks(n, [&](int rank) {
-    auto rt = make_runtime(world, rank, fast_config());
+    auto rt = make_fake_runtime(world, rank, fast_config());
     std::vector<std::vector<float>> ins(tensors), outs(tensors);
     std::vector<std::atomic<int>> calls(tensors);
     for (int step = 0; step < steps; ++step) {
@@ -134,7 +117,7 @@ TEST(Engine, DuplicatePendingNameIsRefused) {
   auto world = std::make_shared<fake::FakeWorld>(2);
   std::atomic<bool> rank0_submitted{false};
   run_ranks(2, [&](int rank) {
-    auto rt = make_runtime(world, rank, fast_config());
+    auto rt = make_fake_runtime(world, rank, fast_config());
     std::vector<float> a(1), b(1);
     if (rank == 1) {
       while (!rank0_submitted.load()) std::this_thread::yield();
@@ -156,7 +139,7 @@ TEST(Engine, DtypeMismatchErrorReachesEveryRankNamingTensorAndRanks) {
   const int n = 3;
   auto world = std::make_shared<fake::FakeWorld>(n);
   run_ranks(n, [&](int rank) {
-    auto rt = make_runtime(world, rank, fast_config());
+    auto rt = make_fake_runtime(world, rank, fast_config());
     std::vector<double> buf(4);
     TensorView v{buf.data(), rank == 2 ? DataType::kFloat64 : DataType::kFloat32, {2}, kCpuDevice};
     auto h = rt->allreduce("mixed", v, v);
@@ -175,7 +158,7 @@ TEST(Engine, RankThatNeverSubmitsFailsOthersWithinStallShutdownTime) {
   c.stall_warning_seconds = 0.1;
   c.stall_shutdown_seconds = 0.3;
   run_ranks(2, [&](int rank) {
-    auto rt = make_runtime(world, rank, c);
+    auto rt = make_fake_runtime(world, rank, c);
     if (rank == 0) {
       std::vector<float> x(2);
       auto start = std::chrono::steady_clock::now();
@@ -198,7 +181,7 @@ TEST(Engine, DeadRankMakesOthersFailWithinCollectiveTimeout) {
   c.collective_timeout_seconds = 0.5;
   std::vector<std::unique_ptr<Runtime>> keep(3);
   run_ranks(3, [&](int rank) {
-    keep[rank] = make_runtime(world, rank, c);
+    keep[rank] = make_fake_runtime(world, rank, c);
     auto& rt = keep[rank];
     std::vector<float> x(2, 1);
     ASSERT_TRUE(rt->wait(*rt->allreduce("before", f32(x), f32(x))).is_ok());
@@ -221,7 +204,7 @@ TEST(Engine, AllgatherBroadcastAlltoallReducescatterJoin) {
   const int n = 3;
   auto world = std::make_shared<fake::FakeWorld>(n);
   run_ranks(n, [&](int rank) {
-    auto rt = make_runtime(world, rank, fast_config());
+    auto rt = make_fake_runtime(world, rank, fast_config());
     std::vector<float> rows(rank + 1, static_cast<float>(rank));  // dim0 = rank + 1
     auto g = rt->allgather("ag", f32(rows, {rank + 1, 1}));
     ASSERT_TRUE(rt->wait(*g).is_ok());
@@ -293,7 +276,7 @@ TEST(Engine, StaticAndDynamicProcessSets) {
   Config c = fast_config();
   c.dynamic_process_sets = true;
   run_ranks(n, [&](int rank) {
-    auto rt = make_runtime(world, rank, c, {{0, 2}});
+    auto rt = make_fake_runtime(world, rank, c, {{0, 2}});
     EXPECT_EQ(rt->process_set_ids(), (std::vector<int>{0, 1}));
     std::vector<float> x(1, static_cast<float>(rank));
     if (rank != 1) {
@@ -324,7 +307,7 @@ TEST(Engine, ADynamicSetOfEveryRankIsANewSet) {
   Config c = fast_config();
   c.dynamic_process_sets = true;
   run_ranks(n, [&](int rank) {
-    auto rt = make_runtime(world, rank, c, {});
+    auto rt = make_fake_runtime(world, rank, c, {});
     Result<int> id = rt->add_process_set({0, 1});
     ASSERT_TRUE(id.is_ok()) << id.status().to_string();
     EXPECT_EQ(*id, 1);

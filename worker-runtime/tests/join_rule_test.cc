@@ -5,24 +5,13 @@
 // The engine over the fake transport, N ranks as N threads.
 #include <gtest/gtest.h>
 
+#include "fake_ranks.h"
 #include "korovod/runtime.h"
 #include "test_ranks.h"
 #include "transport/fake/fake_world.h"
 
 namespace korovod {
 namespace {
-
-std::unique_ptr<Runtime> make_runtime(const std::shared_ptr<fake::FakeWorld>& world, int rank) {
-  RuntimeOptions o;
-  o.config.cycle_time_ms = 0.5;
-  o.config.log_level = LogLevel::kFatal;
-  o.config.collective_timeout_seconds = 5;
-  o.transport = std::make_shared<fake::FakeTransportProvider>(world, rank);
-  o.backends.push_back(std::make_shared<fake::FakeBackendProvider>(world, rank));
-  Result<std::unique_ptr<Runtime>> rt = Runtime::create(std::move(o));
-  EXPECT_TRUE(rt.is_ok()) << rt.status().to_string();
-  return rt.is_ok() ? std::move(rt).value() : nullptr;
-}
 
 TensorView f32(std::vector<float>& v) {
   return TensorView{v.data(), DataType::kFloat32, {static_cast<int64_t>(v.size())}, kCpuDevice};
@@ -34,7 +23,7 @@ void expect_refused_while_joined(RequestType type, int root_rank) {
   const int n = 3;
   auto world = std::make_shared<fake::FakeWorld>(n);
   testing::run_ranks(n, [&](int rank) {
-    auto rt = make_runtime(world, rank);
+    auto rt = testing::make_fake_runtime(world, rank);
     ASSERT_TRUE(rt);
     if (rank == n - 1) {
       auto j = rt->join();

@@ -9,12 +9,15 @@
 #include <thread>
 
 #include "core/negotiator.h"
+#include "fake_ranks.h"
 #include "test_ranks.h"
 #include "transport/fake/fake_world.h"
 
 namespace korovod {
 namespace {
 
+using testing::FakeCluster;
+using testing::iota_ranks;
 using testing::run_ranks;
 
 struct Member {
@@ -69,25 +72,12 @@ std::vector<std::string> names_of(const Cycle& c) {
   return names;
 }
 
-struct Cluster {
-  explicit Cluster(int n) : world(std::make_shared<fake::FakeWorld>(n, std::chrono::seconds(10))) {}
-  std::shared_ptr<fake::FakeWorld> world;
-  SystemClock clock;
-  Logger log{LogLevel::kError, true, nullptr};
-};
-
-std::vector<int> iota_ranks(int n) {
-  std::vector<int> r(n);
-  for (int i = 0; i < n; ++i) r[i] = i;
-  return r;
-}
-
 // On every rank: the first group, then the second under the same names; expects each to be
 // released whole in one cycle, the second with its own shapes and dtypes, and a third
 // submission of the second group to come from the cache alone.
 void expect_reuse_renegotiates(const std::vector<Member>& first, const std::vector<Member>& second) {
   const int n = 2;
-  Cluster c(n);
+  FakeCluster c(n);
   run_ranks(n, [&](int rank) {
     auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
     Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
@@ -127,7 +117,7 @@ TEST(NegotiatorGroups, GroupReusedWithOneMemberMoreIsRenegotiatedWhole) {
 
 TEST(NegotiatorGroups, GroupReusedWithOneMemberFewerIsServedFromTheCache) {
   const int n = 2;
-  Cluster c(n);
+  FakeCluster c(n);
   run_ranks(n, [&](int rank) {
     auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
     Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
@@ -147,7 +137,7 @@ TEST(NegotiatorGroups, MemberChangedOnOneRankOnlyFailsThatMemberAndReleasesTheGr
   // Rank 1 sends g.1 with another shape: on rank 0 the whole group is a cache hit, on rank 1
   // g.0 is a hit and g.1 invalid. Both come back together on both ranks, g.1 as the mismatch.
   const int n = 2;
-  Cluster c(n);
+  FakeCluster c(n);
   run_ranks(n, [&](int rank) {
     auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
     Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
@@ -166,7 +156,7 @@ TEST(NegotiatorGroups, ChangedGroupSubmittedACycleLaterOnOneRank) {
   // Rank 0 submits the changed group while rank 1 is still busy: rank 0's invalidation drops the
   // cached member everywhere, so rank 1's later submission goes to the coordinator whole too.
   const int n = 2;
-  Cluster c(n);
+  FakeCluster c(n);
   run_ranks(n, [&](int rank) {
     auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
     Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
@@ -188,7 +178,7 @@ TEST(NegotiatorGroups, StalledMemberFailsAndTheReadyMembersAreReleased) {
   // Rank 1 never submits g.1: once the stall inspector fails it, g.0 (ready, held for its
   // group) is released instead of being held for good.
   const int n = 2;
-  Cluster c(n);
+  FakeCluster c(n);
   run_ranks(n, [&](int rank) {
     auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
     StallOptions stall{true, 0.05, 0.2};

@@ -7,12 +7,15 @@
 #include "core/fusion.h"
 #include "core/negotiator.h"
 #include "core/response_builder.h"
+#include "fake_ranks.h"
 #include "test_ranks.h"
 #include "transport/fake/fake_world.h"
 
 namespace korovod {
 namespace {
 
+using testing::FakeCluster;
+using testing::iota_ranks;
 using testing::run_ranks;
 
 Request allreduce_request(const std::string& name, std::vector<int64_t> shape,
@@ -205,22 +208,9 @@ TEST(BuildResponse, AllgatherAllowsDifferentDim0AndRecordsIt) {
 
 // ---- the negotiation cycle over the fake transport ----
 
-struct Cluster {
-  explicit Cluster(int n) : world(std::make_shared<fake::FakeWorld>(n, std::chrono::seconds(10))) {}
-  std::shared_ptr<fake::FakeWorld> world;
-  SystemClock clock;
-  Logger log{LogLevel::kError, true, nullptr};
-};
-
-std::vector<int> iota_ranks(int n) {
-  std::vector<int> r(n);
-  for (int i = 0; i < n; ++i) r[i] = i;
-  return r;
-}
-
 TEST(Negotiator, SteadyStateUsesOnlyTheBitVectorFastPath) {
   const int n = 4;
-  Cluster c(n);
+  FakeCluster c(n);
   std::mutex mu;
   std::vector<std::vector<bool>> slow_paths(n);
   run_ranks(n, [&](int rank) {
@@ -243,7 +233,7 @@ TEST(Negotiator, CachedHitsComeInCacheBitOrderSharedWithTheCacheAcrossWords) {
   // More tensors than one 64-bit word of the bit vector, submitted in a different order on each
   // rank: every rank gets them in the same (cache bit) order, as the cache's own objects.
   const int n = 2, tensors = 150;
-  Cluster c(n);
+  FakeCluster c(n);
   std::mutex mu;
   std::vector<std::vector<std::string>> order(n);
   run_ranks(n, [&](int rank) {
@@ -275,7 +265,7 @@ TEST(Negotiator, CachedHitsComeInCacheBitOrderSharedWithTheCacheAcrossWords) {
 
 TEST(Negotiator, RootParameterUpdateReachesEveryRankInTheSameFastPathCycle) {
   const int n = 3;
-  Cluster c(n);
+  FakeCluster c(n);
   std::mutex mu;
   std::vector<std::vector<std::string>> received(n);
   run_ranks(n, [&](int rank) {
@@ -300,7 +290,7 @@ TEST(Negotiator, RootParameterUpdateReachesEveryRankInTheSameFastPathCycle) {
 
 TEST(Negotiator, TensorIsReadyOnlyWhenEveryRankSubmittedIt) {
   const int n = 3;
-  Cluster c(n);
+  FakeCluster c(n);
   run_ranks(n, [&](int rank) {
     auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
     Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
@@ -320,7 +310,7 @@ TEST(Negotiator, TensorIsReadyOnlyWhenEveryRankSubmittedIt) {
 
 TEST(Negotiator, CachedTensorWithNewShapeIsInvalidatedEverywhereAndErrorsOnMismatch) {
   const int n = 2;
-  Cluster c(n);
+  FakeCluster c(n);
   run_ranks(n, [&](int rank) {
     auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
     Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
@@ -337,7 +327,7 @@ TEST(Negotiator, CachedTensorWithNewShapeIsInvalidatedEverywhereAndErrorsOnMisma
 
 TEST(Negotiator, ShutdownOnOneRankStopsAll) {
   const int n = 3;
-  Cluster c(n);
+  FakeCluster c(n);
   run_ranks(n, [&](int rank) {
     auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
     Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
@@ -349,7 +339,7 @@ TEST(Negotiator, ShutdownOnOneRankStopsAll) {
 
 TEST(Negotiator, StallShutdownFailsTensorNamingMissingRank) {
   const int n = 2;
-  Cluster c(n);
+  FakeCluster c(n);
   run_ranks(n, [&](int rank) {
     auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
     StallOptions stall{true, 0.05, 0.2};
@@ -371,7 +361,7 @@ TEST(Negotiator, StallShutdownFailsTensorNamingMissingRank) {
 
 TEST(Negotiator, JoinedRankLetsOthersProceedAndJoinCompletesWhenAllJoined) {
   const int n = 2;
-  Cluster c(n);
+  FakeCluster c(n);
   run_ranks(n, [&](int rank) {
     auto channel = fake::make_fake_control(c.world, iota_ranks(n), rank, "ctl");
     Negotiator neg(*channel, {iota_ranks(n), 16, {}}, c.clock, c.log, nullptr);
