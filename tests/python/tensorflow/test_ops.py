@@ -1,6 +1,8 @@
 """korovod.tensorflow collectives: every op x dtype, eagerly and inside tf.function (where each
 collective is a graph op), against results every rank computes from every rank's input."""
 
+import importlib
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -48,6 +50,25 @@ def test_allreduce_compression_keeps_the_dtype(compression, mode):
     result = run(mode, lambda x: hvd.allreduce(x, op=hvd.Sum, compression=getattr(hvd.Compression, compression)), x)
     check_on_all_ranks(result.dtype == tf.float32, lambda: f"dtype {result.dtype}")
     check_results([("compressed", result, np.full(4, sum(k + 0.5 for k in range(n))))], dtype=tf.bfloat16)
+
+
+@pytest.mark.parametrize("framework", ["tensorflow", "keras"])
+def test_compressors_cast_floats_only(framework):
+    # korovod.common.compression with each framework's cast: tf.cast, keras.ops.cast.
+    compression = importlib.import_module(f"korovod.{framework}").Compression
+    for compressor, wire in ((compression.fp16, tf.float16), (compression.bf16, tf.bfloat16)):
+        for dtype in (tf.float16, tf.float32, tf.float64):
+            compressed, ctx = compressor.compress(tf.ones([3], dtype=dtype))
+            assert compressed.dtype == wire, (compressor, dtype)
+            restored = compressor.decompress(compressed, ctx)
+            assert restored.dtype == dtype and restored.numpy().tolist() == [1, 1, 1], (compressor, dtype)
+        compressed, ctx = compressor.compress(tf.ones([3], dtype=tf.int64))
+        assert compressed.dtype == tf.int64 and compressor.decompress(compressed, ctx).dtype == tf.int64
+    x = tf.ones([2])
+    compressed, ctx = compression.none.compress(x)
+    assert compressed is x and ctx is None and compression.none.decompress(x, None) is x
+    assert compression.fp16.__name__ == "FP16Compressor"
+    assert compression.fp16.__module__ == f"korovod.{framework}.compression"
 
 
 @pytest.mark.parametrize("mode", MODES)

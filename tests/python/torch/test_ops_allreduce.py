@@ -167,6 +167,11 @@ def test_compressors_cast_floats_only():
             assert compressor.decompress(compressed, ctx).dtype == dtype
         compressed, ctx = compressor.compress(torch.ones(3, dtype=torch.int64))
         assert compressed.dtype == torch.int64 and compressor.decompress(compressed, ctx).dtype == torch.int64
+    # Horovod's names stay importable from korovod.torch.compression (one implementation in korovod.common).
+    from korovod.torch import compression
+    assert (compression.FP16Compressor, compression.BF16Compressor) == (hvd.Compression.fp16, hvd.Compression.bf16)
+    assert issubclass(compression.FP16Compressor, compression.Compressor)
+    assert hvd.Compression.none is compression.NoneCompressor
 
 
 def test_grouped_allreduce_with_compression():

@@ -1,69 +1,16 @@
-"""Gradient compression for korovod.keras, on any Keras 3 backend (keras.ops.cast): none, fp16
-(Horovod's) and bf16 (korovod's). Floating-point tensors travel as 16-bit and are cast back."""
+"""Gradient compression for korovod.keras (hvd.Compression), on any Keras 3 backend: none, fp16
+(Horovod's) and bf16 (korovod's), over korovod.common.compression with Keras's dtype names and
+keras.ops.cast."""
 
 import keras
 
+from korovod.common.compression import Compressor, NoneCompressor, TensorCast, compression_for
 
-class Compressor:
-    """Interface: compress(tensor) -> (tensor, ctx); decompress(tensor, ctx) -> tensor."""
+_KERAS_CAST = TensorCast(dtype_of=lambda tensor: keras.backend.standardize_dtype(tensor.dtype),
+                         is_float=lambda dtype: "float" in dtype, cast=keras.ops.cast)
 
-    @staticmethod
-    def compress(tensor):
-        raise NotImplementedError
+Compression = compression_for(__name__, _KERAS_CAST, "float16", "bfloat16")
+FP16Compressor = Compression.fp16
+BF16Compressor = Compression.bf16
 
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
-
-
-class NoneCompressor(Compressor):
-    """No compression (the default)."""
-
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
-
-
-def _is_float(dtype_name: str) -> bool:
-    return "float" in dtype_name
-
-
-class _CastCompressor(Compressor):
-    wire_dtype = None
-
-    @classmethod
-    def compress(cls, tensor):
-        dtype = keras.backend.standardize_dtype(tensor.dtype)
-        if _is_float(dtype) and dtype != cls.wire_dtype:
-            return keras.ops.cast(tensor, cls.wire_dtype), dtype
-        return tensor, dtype
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        if _is_float(ctx) and keras.backend.standardize_dtype(tensor.dtype) != ctx:
-            return keras.ops.cast(tensor, ctx)
-        return tensor
-
-
-class FP16Compressor(_CastCompressor):
-    """Sends floating-point tensors as float16."""
-
-    wire_dtype = "float16"
-
-
-class BF16Compressor(_CastCompressor):
-    """Sends floating-point tensors as bfloat16."""
-
-    wire_dtype = "bfloat16"
-
-
-class Compression:
-    """The available compressors: Compression.none, Compression.fp16, Compression.bf16."""
-
-    none = NoneCompressor
-    fp16 = FP16Compressor
-    bf16 = BF16Compressor
+__all__ = ["Compressor", "NoneCompressor", "FP16Compressor", "BF16Compressor", "Compression"]

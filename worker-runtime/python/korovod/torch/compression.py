@@ -1,69 +1,15 @@
-"""Gradient compression for allreduce/reducescatter: none, fp16 (Horovod's) and bf16 (korovod's).
-
-A compressor casts floating-point tensors to a 16-bit type before the collective and back to the
-original dtype after it; other tensors pass through unchanged.
-"""
+"""Gradient compression for korovod.torch (hvd.Compression): none, fp16 (Horovod's) and bf16
+(korovod's), over korovod.common.compression with torch's dtypes and cast."""
 
 import torch
 
+from korovod.common.compression import Compressor, NoneCompressor, TensorCast, compression_for
 
-class Compressor:
-    """Interface: compress(tensor) -> (tensor, ctx); decompress(tensor, ctx) -> tensor."""
+_TORCH_CAST = TensorCast(dtype_of=lambda tensor: tensor.dtype, is_float=lambda dtype: dtype.is_floating_point,
+                         cast=lambda tensor, dtype: tensor.to(dtype))
 
-    @staticmethod
-    def compress(tensor):
-        raise NotImplementedError
+Compression = compression_for(__name__, _TORCH_CAST, torch.float16, torch.bfloat16)
+FP16Compressor = Compression.fp16
+BF16Compressor = Compression.bf16
 
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
-
-
-class NoneCompressor(Compressor):
-    """No compression (the default)."""
-
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
-
-
-class _CastCompressor(Compressor):
-    """Casts floating-point tensors to `wire_dtype`; ctx is the original dtype."""
-
-    wire_dtype = None
-
-    @classmethod
-    def compress(cls, tensor):
-        if tensor.dtype.is_floating_point:
-            return tensor.to(cls.wire_dtype), tensor.dtype
-        return tensor, tensor.dtype
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        if ctx.is_floating_point and tensor.dtype != ctx:
-            return tensor.to(ctx)
-        return tensor
-
-
-class FP16Compressor(_CastCompressor):
-    """Sends floating-point tensors as float16."""
-
-    wire_dtype = torch.float16
-
-
-class BF16Compressor(_CastCompressor):
-    """Sends floating-point tensors as bfloat16 (float32's range, fewer mantissa bits)."""
-
-    wire_dtype = torch.bfloat16
-
-
-class Compression:
-    """The available compressors: Compression.none, Compression.fp16, Compression.bf16."""
-
-    none = NoneCompressor
-    fp16 = FP16Compressor
-    bf16 = BF16Compressor
+__all__ = ["Compressor", "NoneCompressor", "FP16Compressor", "BF16Compressor", "Compression"]
