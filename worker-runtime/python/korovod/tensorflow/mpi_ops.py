@@ -7,7 +7,7 @@ allreduce/reducescatter wrap them with compression, IndexedSlices and op=Average
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -45,6 +45,37 @@ def _as_tensor(value) -> tf.Tensor:
     return value if isinstance(value, tf.Tensor) else tf.convert_to_tensor(value)
 
 
+def _start(prefix: str, tensor, name: Optional[str], ignore_name_scope: bool,
+           process_set: ProcessSet) -> Tuple[tf.Tensor, int, str, Optional[bytes]]:
+    """What a one-tensor collective starts from: `tensor` read, the set's id (checked registered),
+    the graph op's name and the collective's name for the runtime (None: the runtime names it)."""
+    tensor = _as_tensor(tensor)
+    ps_id = _ps_id(process_set)
+    key = _graph.op_name(prefix, None if _graph.executing_eagerly() else tensor.name, name, ignore_name_scope)
+    return tensor, ps_id, key or prefix, _graph.encode(key)
+
+
+def _start_group(prefix: str, tensors: Sequence[tf.Tensor], name: Optional[str], ignore_name_scope: bool,
+                 process_set: ProcessSet) -> Tuple[int, str, List[Optional[bytes]]]:
+    """What a grouped collective over `tensors` (read, not empty) starts from: the set's id, the
+    graph op's name and the members' names for the runtime (Horovod's <name>_<i>of<n>)."""
+    ps_id = _ps_id(process_set)
+    first_last = None if _graph.executing_eagerly() else f"{tensors[0].name}_{tensors[-1].name}"
+    key = _graph.op_name(prefix, first_last, name, ignore_name_scope)
+    return ps_id, key or prefix, names_for_group(key, len(tensors))
+
+
+def _rows_unknown(x: tf.Tensor) -> Optional[tf.TensorShape]:
+    """x's shape with dim 0 unknown (None when x's rank is): allgather's, alltoall's and
+    reducescatter's output."""
+    return tf.TensorShape([None]).concatenate(x.shape[1:]) if x.shape.rank else None
+
+
+def _or_zeros(grad, like: tf.Tensor) -> tf.Tensor:
+    # TensorFlow hands None for an output no gradient reached.
+    return tf.zeros_like(like) if grad is None else grad
+
+
 def _differentiable(tensors: Sequence[tf.Tensor]) -> bool:
     if not any(t.dtype.is_floating for t in tensors):
         return False
@@ -77,15 +108,11 @@ def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=
                process_set=global_process_set) -> tf.Tensor:
     """Reduces `tensor` over the process set (default op Sum, as Horovod's low-level op).
     The gradient is the same allreduce of the incoming gradient."""
-    tensor = _as_tensor(tensor)
-    ps_id = _ps_id(process_set)
-    key = _graph.op_name("HorovodAllreduce", None if _graph.executing_eagerly() else tensor.name, name,
-                         ignore_name_scope)
-    encoded = _graph.encode(key)
+    tensor, ps_id, op_name, encoded = _start("HorovodAllreduce", tensor, name, ignore_name_scope, process_set)
 
     def forward(x):
         return _graph.run(lambda v: [_eager.allreduce(v, encoded, op, prescale_factor, postscale_factor, ps_id)],
-                          [x], [x.dtype], [x.shape], key or "HorovodAllreduce")[0]
+                          [x], [x.dtype], [x.shape], op_name)[0]
 
     def grad(dy):
         return [_allreduce(dy, op=op, prescale_factor=prescale_factor, postscale_factor=postscale_factor,
@@ -94,28 +121,21 @@ def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=
     return _with_gradient(forward, grad, [tensor])
 
 
-def _group_key(prefix: str, tensors: Sequence[tf.Tensor], name: Optional[str], ignore_name_scope: bool):
-    first_last = None if _graph.executing_eagerly() else f"{tensors[0].name}_{tensors[-1].name}"
-    return _graph.op_name(prefix, first_last, name, ignore_name_scope)
-
-
 def _grouped_allreduce(tensors, name=None, op=Sum, prescale_factor=1.0, postscale_factor=1.0,
                        ignore_name_scope=False, process_set=global_process_set) -> List[tf.Tensor]:
     """Reduces a list of tensors as one group (negotiated and fused together)."""
     tensors = [_as_tensor(t) for t in tensors]
     if not tensors:
         return []
-    ps_id = _ps_id(process_set)
-    key = _group_key("HorovodGroupedAllreduce", tensors, name, ignore_name_scope)
-    names = names_for_group(key, len(tensors))
+    ps_id, op_name, names = _start_group("HorovodGroupedAllreduce", tensors, name, ignore_name_scope, process_set)
 
     def forward(*xs):
         return _graph.run(
             lambda *vs: _eager.allreduce_many(vs, names, op, prescale_factor, postscale_factor, ps_id, grouped=True),
-            xs, [x.dtype for x in xs], [x.shape for x in xs], key or "HorovodGroupedAllreduce")
+            xs, [x.dtype for x in xs], [x.shape for x in xs], op_name)
 
     def grad(*dys):
-        dys = [tf.zeros_like(t) if d is None else d for d, t in zip(dys, tensors)]
+        dys = [_or_zeros(d, t) for d, t in zip(dys, tensors)]
         return _grouped_allreduce(dys, op=op, prescale_factor=prescale_factor, postscale_factor=postscale_factor,
                                   ignore_name_scope=ignore_name_scope, process_set=_temp_process_set_object(ps_id))
 
@@ -142,16 +162,11 @@ def _allgathered_first_dims(x: tf.Tensor, ignore_name_scope: bool, process_set: 
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set) -> tf.Tensor:
     """Concatenates `tensor` from every rank of the set along dim 0 (dim 0 may differ per rank).
     The gradient averages the incoming gradient and returns this rank's block of it."""
-    tensor = _as_tensor(tensor)
-    ps_id = _ps_id(process_set)
-    key = _graph.op_name("HorovodAllgather", None if _graph.executing_eagerly() else tensor.name, name,
-                         ignore_name_scope)
-    encoded = _graph.encode(key)
+    tensor, ps_id, op_name, encoded = _start("HorovodAllgather", tensor, name, ignore_name_scope, process_set)
 
     def forward(x):
-        shape = tf.TensorShape([None]).concatenate(x.shape[1:]) if x.shape.rank else None
-        return _graph.run(lambda v: _eager.allgather_many([v], [encoded], ps_id), [x], [x.dtype], [shape],
-                          key or "HorovodAllgather")[0]
+        return _graph.run(lambda v: _eager.allgather_many([v], [encoded], ps_id), [x], [x.dtype], [_rows_unknown(x)],
+                          op_name)[0]
 
     def grad(dy):
         ps = _temp_process_set_object(ps_id)
@@ -166,20 +181,17 @@ def grouped_allgather(tensors, name=None, ignore_name_scope=False, process_set=g
     tensors = [_as_tensor(t) for t in tensors]
     if not tensors:
         return []
-    ps_id = _ps_id(process_set)
-    key = _group_key("HorovodGroupedAllgather", tensors, name, ignore_name_scope)
-    names = names_for_group(key, len(tensors))
+    ps_id, op_name, names = _start_group("HorovodGroupedAllgather", tensors, name, ignore_name_scope, process_set)
 
     def forward(*xs):
-        shapes = [tf.TensorShape([None]).concatenate(x.shape[1:]) if x.shape.rank else None for x in xs]
         return _graph.run(lambda *vs: _eager.allgather_many(vs, names, ps_id, grouped=True), xs,
-                          [x.dtype for x in xs], shapes, key or "HorovodGroupedAllgather")
+                          [x.dtype for x in xs], [_rows_unknown(x) for x in xs], op_name)
 
     def grad(*dys):
         ps = _temp_process_set_object(ps_id)
         # One allreduce per gradient: TensorFlow may hand float32 zeros for a float64 output.
-        reduced = [_allreduce(tf.zeros_like(t) if d is None else d, op=Average, ignore_name_scope=ignore_name_scope,
-                              process_set=ps) for d, t in zip(dys, tensors)]
+        reduced = [_allreduce(_or_zeros(d, t), op=Average, ignore_name_scope=ignore_name_scope, process_set=ps)
+                   for d, t in zip(dys, tensors)]
         return [_split_for_this_rank(r, _allgathered_first_dims(t, ignore_name_scope, ps), ps)
                 for r, t in zip(reduced, tensors)]
 
@@ -192,15 +204,11 @@ def grouped_allgather(tensors, name=None, ignore_name_scope=False, process_set=g
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set=global_process_set) -> tf.Tensor:
     """root_rank's `tensor` on every rank of the set (root_rank: a global rank). The gradient is
     the average of the incoming gradients on the root and zero elsewhere."""
-    tensor = _as_tensor(tensor)
-    ps_id = _ps_id(process_set)
-    key = _graph.op_name("HorovodBroadcast", None if _graph.executing_eagerly() else tensor.name, name,
-                         ignore_name_scope)
-    encoded = _graph.encode(key)
+    tensor, ps_id, op_name, encoded = _start("HorovodBroadcast", tensor, name, ignore_name_scope, process_set)
 
     def forward(x):
         return _graph.run(lambda v: _eager.broadcast_many([v], [encoded], root_rank, ps_id), [x], [x.dtype],
-                          [x.shape], key or "HorovodBroadcast")[0]
+                          [x.shape], op_name)[0]
 
     def grad(dy):
         reduced = _allreduce(dy, op=Average, ignore_name_scope=ignore_name_scope,
@@ -237,20 +245,15 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_se
     """Rows of `tensor` go to the set's ranks in order, splits[i] rows to rank i (None: an even
     split). Returns the rows received, in rank order, and with `splits` given also the rows
     received from each rank. The gradient is the alltoall back along the received splits."""
-    tensor = _as_tensor(tensor)
-    ps_id = _ps_id(process_set)
-    key = _graph.op_name("HorovodAlltoall", None if _graph.executing_eagerly() else tensor.name, name,
-                         ignore_name_scope)
-    encoded = _graph.encode(key)
+    tensor, ps_id, op_name, encoded = _start("HorovodAlltoall", tensor, name, ignore_name_scope, process_set)
     splits_tensor = None if splits is None else tf.cast(_as_tensor(splits), tf.int32)
     received = []
 
     def forward(x):
         inputs = [x] if splits_tensor is None else [x, splits_tensor]
-        shape = tf.TensorShape([None]).concatenate(x.shape[1:]) if x.shape.rank else None
         output, received_splits = _graph.run(
             lambda v, s=None: _eager.alltoall(v, s, encoded, ps_id), inputs, [x.dtype, tf.int32],
-            [shape, tf.TensorShape([None])], key or "HorovodAlltoall")
+            [_rows_unknown(x), tf.TensorShape([None])], op_name)
         received.append(received_splits)
         return output
 
@@ -270,17 +273,12 @@ def _reducescatter(tensor, name=None, op=Sum, ignore_name_scope=False, process_s
                    prescale_factor=1.0, postscale_factor=1.0) -> tf.Tensor:
     """Reduces `tensor` over the set and scatters dim 0: rank i gets block i, ranks below
     dim0 % size one extra row. The gradient allgathers the incoming gradient (scaled as the op)."""
-    tensor = _as_tensor(tensor)
-    ps_id = _ps_id(process_set)
-    key = _graph.op_name("HorovodReducescatter", None if _graph.executing_eagerly() else tensor.name, name,
-                         ignore_name_scope)
-    encoded = _graph.encode(key)
+    tensor, ps_id, op_name, encoded = _start("HorovodReducescatter", tensor, name, ignore_name_scope, process_set)
 
     def forward(x):
-        shape = tf.TensorShape([None]).concatenate(x.shape[1:]) if x.shape.rank else None
         return _graph.run(
             lambda v: _eager.reducescatter_many([v], [encoded], op, prescale_factor, postscale_factor, ps_id),
-            [x], [x.dtype], [shape], key or "HorovodReducescatter")[0]
+            [x], [x.dtype], [_rows_unknown(x)], op_name)[0]
 
     def grad(dy):
         ps = _temp_process_set_object(ps_id)
@@ -306,21 +304,17 @@ def _grouped_reducescatter(tensors, name=None, op=Sum, ignore_name_scope=False, 
     tensors = [_as_tensor(t) for t in tensors]
     if not tensors:
         return []
-    ps_id = _ps_id(process_set)
-    key = _group_key("HorovodGroupedReducescatter", tensors, name, ignore_name_scope)
-    names = names_for_group(key, len(tensors))
+    ps_id, op_name, names = _start_group("HorovodGroupedReducescatter", tensors, name, ignore_name_scope, process_set)
 
     def forward(*xs):
-        shapes = [tf.TensorShape([None]).concatenate(x.shape[1:]) if x.shape.rank else None for x in xs]
         return _graph.run(
             lambda *vs: _eager.reducescatter_many(vs, names, op, prescale_factor, postscale_factor, ps_id,
                                                   grouped=True),
-            xs, [x.dtype for x in xs], shapes, key or "HorovodGroupedReducescatter")
+            xs, [x.dtype for x in xs], [_rows_unknown(x) for x in xs], op_name)
 
     def grad(*dys):
         ps = _temp_process_set_object(ps_id)
-        return [allgather(_scaled_for_reducescatter(tf.zeros_like(t) if d is None else d, op, prescale_factor,
-                                                    postscale_factor, ps),
+        return [allgather(_scaled_for_reducescatter(_or_zeros(d, t), op, prescale_factor, postscale_factor, ps),
                           ignore_name_scope=ignore_name_scope, process_set=ps) for d, t in zip(dys, tensors)]
 
     return list(_with_gradient(forward, grad, tensors))
