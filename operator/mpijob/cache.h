@@ -1,14 +1,13 @@
 // What the reconciler reads, behind a small interface: informer stores in the operator
-// (StoreCache), or straight from a kube::Client in unit tests and local mode (ClientCache).
+// (controller::NamespacedCache), or straight from a kube::Client in unit tests and local mode
+// (ClientCache).
 #pragma once
 
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kube/client.h"
-#include "kube/store.h"
 
 namespace mpijob {
 
@@ -37,23 +36,6 @@ class ClientCache final : public Cache {
 
  private:
   kube::Client& client_;
-};
-
-// Reads informer stores, one per resource. A resource without a store reads as empty (e.g.
-// PodGroups when gang scheduling is off).
-class StoreCache final : public Cache {
- public:
-  void add(const kube::Resource& r, const kube::Store& store);
-  std::optional<kube::Object> get(const kube::Resource& r, const std::string& ns,
-                                  const std::string& name) override;
-  std::vector<kube::Object> list(const kube::Resource& r, const std::string& ns,
-                                 const std::string& label_selector) override;
-  std::vector<kube::Object> controlled_by(const kube::Resource& r, const std::string& ns,
-                                          const std::string& uid) override;
-
- private:
-  const kube::Store* find(const kube::Resource& r) const;
-  std::map<std::string, const kube::Store*> stores_;  // by api_version/resource; set up once
 };
 
 }  // namespace mpijob
