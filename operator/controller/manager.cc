@@ -16,9 +16,6 @@
 namespace controller {
 namespace {
 
-const kube::Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses",
-                                      "PriorityClass", false};
-
 std::unique_ptr<kube::ItemRateLimiter> queue_limiter(const ManagerOptions& o, kube::Clock& clock) {
   std::vector<std::unique_ptr<kube::ItemRateLimiter>> parts;
   parts.push_back(std::make_unique<kube::ExponentialBackoff>(std::chrono::milliseconds(5),
@@ -33,7 +30,7 @@ std::vector<kube::Resource> watched_resources(const mpijob::ReconcilerOptions& o
   std::vector<kube::Resource> r = {mpijob::kMPIJobs,          kube::resources::kConfigMaps,
                                    kube::resources::kSecrets, kube::resources::kServices,
                                    kube::resources::kJobs,    kube::resources::kPods,
-                                   kPriorityClasses};
+                                   kube::resources::kPriorityClasses};
   if (!options.build.gang_scheduler.empty()) {
     r.push_back(mpijob::pod_group_resource(options.build));
   }

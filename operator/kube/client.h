@@ -37,7 +37,7 @@ struct Resource {
 // Well-known resources (resources.cc).
 namespace resources {
 extern const Resource kPods, kServices, kConfigMaps, kSecrets, kEvents, kNamespaces, kNodes,
-    kServiceAccounts, kJobs, kLeases, kCustomResourceDefinitions;
+    kServiceAccounts, kJobs, kLeases, kCustomResourceDefinitions, kPriorityClasses;
 }  // namespace resources
 
 // A failed API call. code is the HTTP status (0 when no response arrived).

@@ -15,5 +15,7 @@ const Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
 const Resource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1",
                                           "customresourcedefinitions",
                                           "CustomResourceDefinition", false};
+const Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass",
+                                false};
 
 }  // namespace kube::resources

@@ -11,9 +11,6 @@
 namespace mpijob {
 namespace {
 
-const kube::Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass",
-                                      false};
-
 // Runs fn(i) for i in [0, n) on up to `threads` threads; rethrows the first failure.
 void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn) {
   std::atomic<size_t> next{0};
@@ -103,7 +100,7 @@ Observed Reconciler::observe(const kube::Object& job_obj) {
     o.network_policy = cache_.get(kNetworkPolicies, ns, network_policy_name(job));
   }
   o.priority = [this](const std::string& pc) -> std::optional<int32_t> {
-    auto obj = cache_.get(kPriorityClasses, "", pc);
+    auto obj = cache_.get(kube::resources::kPriorityClasses, "", pc);
     return obj ? member<int32_t>(*obj, "value") : std::nullopt;
   };
   return o;
