@@ -6,6 +6,7 @@
 #include <set>
 
 #include "kube/clock.h"
+#include "kube/object_meta.h"
 #include "mpijob/builders.h"
 #include "mpijob/defaults.h"
 #include "mpijob/plan.h"
@@ -108,7 +109,7 @@ std::vector<std::string> summary(const Plan& p) {
   const char* verbs[] = {"create", "update", "update-status", "delete"};
   for (const auto& a : p.actions) {
     out.push_back(std::string(verbs[static_cast<int>(a.verb)]) + " " + a.resource.resource + "/" +
-                  object_name(a.object));
+                  kube::name_of(a.object));
   }
   return out;
 }

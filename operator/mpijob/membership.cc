@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kube/object_meta.h"
 #include "mpijob/builders.h"
 
 namespace mpijob {
@@ -33,7 +34,7 @@ bool is_elastic(const MPIJob& job) {
 }
 
 bool pod_trains(const kube::Object& pod) {
-  if (member<std::string>(child(pod, "metadata"), "deletionTimestamp")) return false;
+  if (kube::has_deletion_timestamp(pod)) return false;
   if (member<std::string>(child(pod, "status"), "phase").value_or("") != "Running") return false;
   for (const auto& c : child(child(pod, "status"), "conditions")) {
     if (member<std::string>(c, "type") == "Ready") return member<std::string>(c, "status") == "True";
@@ -46,7 +47,7 @@ std::vector<std::string> listed_workers(const MPIJob& job,
   const int32_t replicas = job.replicas(ReplicaType::Worker);
   std::vector<std::string> out;
   for (const auto& pod : worker_pods) {
-    const std::string name = object_name(pod);
+    const std::string name = kube::name_of(pod);
     const auto index = worker_index(job, name);
     if (index && *index < replicas && pod_trains(pod)) out.push_back(name);
   }

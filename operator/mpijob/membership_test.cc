@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kube/clock.h"
+#include "kube/object_meta.h"
 #include "mpijob/builders.h"
 #include "mpijob/defaults.h"
 #include "mpijob/membership.h"
@@ -178,7 +179,8 @@ TEST(Membership, FailedWorkerLeavesTheListAndIsReplaced) {
   EXPECT_EQ(a->event_on_success->message, "2 -> 1 workers (removed pi-worker-1)");
   bool deleted = false;  // deleted now, recreated by the next sync (ensure_workers)
   for (const auto& act : p.actions) {
-    deleted = deleted || (act.verb == Action::Verb::Delete && object_name(act.object) == "pi-worker-1");
+    deleted = deleted ||
+              (act.verb == Action::Verb::Delete && kube::name_of(act.object) == "pi-worker-1");
     EXPECT_NE(act.resource, kube::resources::kJobs) << "the launcher is never touched";
   }
   EXPECT_TRUE(deleted);
@@ -202,7 +204,7 @@ TEST(Membership, ScalingReplicasTouchesWorkersOnlyNeverTheLauncher) {
   std::vector<std::string> created;
   for (const auto& a : p.actions) {
     EXPECT_NE(a.resource, kube::resources::kJobs);
-    if (a.verb == Action::Verb::Create) created.push_back(object_name(a.object));
+    if (a.verb == Action::Verb::Create) created.push_back(kube::name_of(a.object));
   }
   EXPECT_EQ(created, (std::vector<std::string>{"pi-worker-2", "pi-worker-3"}));
   ASSERT_NE(config_map_update(p), nullptr) << "the hostfile names 4 workers now";
@@ -214,7 +216,7 @@ TEST(Membership, ScalingReplicasTouchesWorkersOnlyNeverTheLauncher) {
   std::vector<std::string> deleted;
   for (const auto& a : q.actions) {
     EXPECT_NE(a.resource, kube::resources::kJobs);
-    if (a.verb == Action::Verb::Delete) deleted.push_back(object_name(a.object));
+    if (a.verb == Action::Verb::Delete) deleted.push_back(kube::name_of(a.object));
   }
   EXPECT_EQ(deleted, (std::vector<std::string>{"pi-worker-1"}));
   ASSERT_TRUE(config_map_update(q));

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "kube/clock.h"
+#include "kube/object_meta.h"
 #include "mpijob/defaults.h"
 #include "mpijob/plan_steps.h"
 #include "mpijob/validation.h"
@@ -81,9 +82,9 @@ void plan_active(PlanContext& c, std::chrono::system_clock::time_point now) {
                     detail::controlled_workers(c), now);
   for (const auto& name : c.update.restart_pods) {
     for (const auto& p : c.observed.worker_pods) {
-      if (object_name(p) != name) continue;
+      if (kube::name_of(p) != name) continue;
       c.add(Action::Verb::Delete, kube::resources::kPods,
-            {{"metadata", {{"name", name}, {"uid", object_uid(p)}}}}, "worker pod");
+            {{"metadata", {{"name", name}, {"uid", kube::uid_of(p)}}}}, "worker pod");
     }
   }
 }

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "kube/client.h"
+#include "kube/object_meta.h"
 #include "mpijob/membership.h"
 #include "mpijob/plan_steps.h"
 
@@ -12,10 +13,6 @@ std::string phase(const kube::Object& pod) {
   return member<std::string>(child(pod, "status"), "phase").value_or("");
 }
 
-bool deleting(const kube::Object& o) {
-  return member<std::string>(child(o, "metadata"), "deletionTimestamp").has_value();
-}
-
 bool pod_ready(const kube::Object& pod) {
   for (const auto& c : child(child(pod, "status"), "conditions")) {
     if (member<std::string>(c, "type") == "Ready") return member<std::string>(c, "status") == "True";
@@ -24,14 +21,14 @@ bool pod_ready(const kube::Object& pod) {
 }
 
 kube::Object delete_target(const kube::Object& obj) {
-  kube::Object meta = {{"name", object_name(obj)}};
-  if (!object_uid(obj).empty()) meta["uid"] = object_uid(obj);
+  kube::Object meta = {{"name", kube::name_of(obj)}};
+  if (!kube::uid_of(obj).empty()) meta["uid"] = kube::uid_of(obj);
   return {{"metadata", meta}};
 }
 
 const kube::Object* find_pod(const std::vector<kube::Object>& pods, const std::string& name) {
   for (const auto& p : pods) {
-    if (object_name(p) == name) return &p;
+    if (kube::name_of(p) == name) return &p;
   }
   return nullptr;
 }
@@ -40,7 +37,7 @@ const kube::Object* find_pod(const std::vector<kube::Object>& pods, const std::s
 
 bool PlanContext::check_ours(const kube::Object& obj, const std::string& kind) {
   if (is_controlled_by(obj, job.uid())) return true;
-  const std::string msg = resource_exists_message(object_name(obj), kind);
+  const std::string msg = resource_exists_message(kube::name_of(obj), kind);
   plan.events.push_back({"Warning", "ErrResourceExists", msg});
   plan.error = msg;
   return false;
@@ -136,7 +133,7 @@ bool ensure_secret(PlanContext& c) {
 bool ensure_network_policy(PlanContext& c) {
   const auto& have = c.observed.network_policy;
   if (!wants_network_policy(c.job, c.opts.network_policy)) {
-    if (have && is_controlled_by(*have, c.job.uid()) && !deleting(*have)) {
+    if (have && is_controlled_by(*have, c.job.uid()) && !kube::has_deletion_timestamp(*have)) {
       c.add(Action::Verb::Delete, kNetworkPolicies, delete_target(*have), "network policy");
     }
     return true;
@@ -175,8 +172,8 @@ bool ensure_pod_group(PlanContext& c) {
 bool ensure_workers(PlanContext& c) {
   const int32_t replicas = c.job.replicas(ReplicaType::Worker);
   for (const auto& p : controlled_workers(c)) {  // scale down
-    auto index = worker_index(c.job, object_name(p));
-    if ((!index || *index >= replicas) && !deleting(p)) {
+    auto index = worker_index(c.job, kube::name_of(p));
+    if ((!index || *index >= replicas) && !kube::has_deletion_timestamp(p)) {
       c.add(Action::Verb::Delete, kube::resources::kPods, delete_target(p), "worker pod");
     }
   }
@@ -235,7 +232,7 @@ void sync_launcher_suspension(PlanContext& c, const kube::Object& launcher) {
 void clean_up_workers(PlanContext& c) {
   const bool keep_finished = c.job.clean_pod_policy() == "Running";
   for (const auto& p : controlled_workers(c)) {
-    if (deleting(p)) continue;
+    if (kube::has_deletion_timestamp(p)) continue;
     const std::string ph = phase(p);
     if (keep_finished && ph != "Running" && ph != "Pending") continue;
     c.add(Action::Verb::Delete, kube::resources::kPods, delete_target(p), "worker pod");

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "kube/object_meta.h"
 #include "mpijob/membership.h"
 
 namespace mpijob {
@@ -54,9 +55,9 @@ kube::Object apply_action(kube::Client& client, const std::string& ns, const Act
   }
   kube::DeleteOptions opts;
   opts.propagation_policy = "Background";
-  if (!object_uid(a.object).empty()) opts.precondition_uid = object_uid(a.object);
+  if (!kube::uid_of(a.object).empty()) opts.precondition_uid = kube::uid_of(a.object);
   try {
-    client.remove(a.resource, ns, object_name(a.object), opts);
+    client.remove(a.resource, ns, kube::name_of(a.object), opts);
   } catch (const kube::ApiError& e) {
     if (!kube::is_not_found(e) && !kube::is_conflict(e)) throw;  // gone, or already replaced
   }
@@ -80,13 +81,14 @@ Observed Reconciler::observe(const kube::Object& job_obj) {
   Observed o;
   o.launcher_job = cache_.get(kube::resources::kJobs, ns, launcher_name(job));
   if (o.launcher_job && is_controlled_by(*o.launcher_job, job.uid())) {
-    o.launcher_pods = cache_.controlled_by(kube::resources::kPods, ns, object_uid(*o.launcher_job));
+    o.launcher_pods =
+        cache_.controlled_by(kube::resources::kPods, ns, kube::uid_of(*o.launcher_job));
   }
   o.worker_pods = cache_.list(kube::resources::kPods, ns, worker_label_selector(name));
   for (int32_t i = 0; i < job.replicas(ReplicaType::Worker); ++i) {
     const std::string pod = worker_name(job, i);
     bool seen = false;
-    for (const auto& p : o.worker_pods) seen = seen || object_name(p) == pod;
+    for (const auto& p : o.worker_pods) seen = seen || kube::name_of(p) == pod;
     if (seen) continue;
     if (auto p = cache_.get(kube::resources::kPods, ns, pod)) o.worker_pods.push_back(*p);
   }
@@ -124,7 +126,7 @@ void Reconciler::apply(const kube::Object& job, const Plan& plan) {
     try {
       parallel_for(end - i, options_.create_concurrency, [&](size_t k) {
         const Action& a = plan.actions[i + k];
-        const std::string key = a.resource.resource + "/" + object_name(a.object);
+        const std::string key = a.resource.resource + "/" + kube::name_of(a.object);
         Action current = a;
         if (auto it = written_rv.find(key); it != written_rv.end()) {
           current.object["metadata"]["resourceVersion"] = it->second;
@@ -132,8 +134,8 @@ void Reconciler::apply(const kube::Object& job, const Plan& plan) {
         kube::Object result = apply_action(client_, ns, current);
         if (a.event_on_success) recorder_.event(job, *a.event_on_success);
         if (end - i == 1) {  // only sequential actions chain resourceVersions
-          auto rv = member<std::string>(child(result, "metadata"), "resourceVersion");
-          if (rv) written_rv[key] = *rv;
+          std::string rv = kube::resource_version_of(result);
+          if (!rv.empty()) written_rv[key] = std::move(rv);
         }
       });
     } catch (const std::exception& e) {

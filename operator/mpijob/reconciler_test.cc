@@ -5,6 +5,7 @@
 #include "kube/fake_clock.h"
 #include "kube/memory_client.h"
 #include "mpijob/reconciler.h"
+#include "kube/object_meta.h"
 #include "mpijob/testing/fixtures.h"
 
 namespace mpijob {
@@ -66,7 +67,7 @@ TEST_F(ReconcilerTest, CreatesEverythingThenSteadyStateWritesNothing) {
            {kube::resources::kServices, "pi"}, {kConfigMaps, "pi-config"},
            {kube::resources::kSecrets, "pi-ssh"}, {kPods, "pi-worker-0"}, {kPods, "pi-worker-1"},
            {kJobs, "pi-launcher"}}) {
-    EXPECT_EQ(controller_uid(get(r, name)), object_uid(job())) << name;
+    EXPECT_EQ(kube::controller_uid(get(r, name)), kube::uid_of(job())) << name;
   }
   EXPECT_EQ(job()["status"]["conditions"][0]["reason"], "MPIJobCreated");
   EXPECT_TRUE(recorder.has_event("MPIJobCreated"));
@@ -93,14 +94,14 @@ TEST_F(ReconcilerTest, ForeignObjectOfTheSameNameIsNotTouched) {
 TEST_F(ReconcilerTest, FailedWorkerIsRecreatedAndCounted) {
   create_job(testing::pi_job());
   sync();
-  const std::string old_uid = object_uid(get(kPods, "pi-worker-1"));
+  const std::string old_uid = kube::uid_of(get(kPods, "pi-worker-1"));
   set_pod_phase("pi-worker-1", "Failed");
   sync();  // counts the failure, deletes the pod
   EXPECT_EQ(job()["status"]["restartCount"], 1);
   EXPECT_EQ(job()["status"]["conditions"].back()["type"], "Restarting");
   EXPECT_TRUE(recorder.has_event("MPIJobRestarting"));
   sync();  // recreates it
-  EXPECT_NE(object_uid(get(kPods, "pi-worker-1")), old_uid);
+  EXPECT_NE(kube::uid_of(get(kPods, "pi-worker-1")), old_uid);
   EXPECT_EQ(job()["status"]["restartCount"], 1);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kube/clock.h"
+#include "kube/object_meta.h"
 #include "mpijob/membership.h"
 
 namespace mpijob {
@@ -131,7 +132,7 @@ void handle_worker_failures(StatusUpdate& u, const MPIJob& job,
   const int32_t limit = job.backoff_limit().value_or(kDefaultBackoffLimit);
   const int32_t launcher_failures = u.status.replica_statuses["Launcher"].failed;
   for (const kube::Object* pod : failed) {
-    const std::string uid = object_uid(*pod), name = object_name(*pod);
+    const std::string uid = kube::uid_of(*pod), name = kube::name_of(*pod);
     if (counted(u.status, uid)) {
       u.restart_pods.push_back(name);  // counted before; its deletion is still pending
       continue;
@@ -165,7 +166,7 @@ void handle_worker_failures(StatusUpdate& u, const MPIJob& job,
 void prune_restarted(JobStatus& s, const std::vector<kube::Object>& workers) {
   std::erase_if(s.restarted_pod_uids, [&](const std::string& uid) {
     return std::none_of(workers.begin(), workers.end(),
-                        [&](const kube::Object& p) { return object_uid(p) == uid; });
+                        [&](const kube::Object& p) { return kube::uid_of(p) == uid; });
   });
 }
 
@@ -185,7 +186,7 @@ void update_from_workers(StatusUpdate& u, const MPIJob& job, const std::vector<k
     ++rs.failed;
     if (member<std::string>(child(p, "status"), "reason") == "Evicted") {
       ++evicted;
-    } else if (!member<std::string>(child(p, "metadata"), "deletionTimestamp")) {
+    } else if (!kube::has_deletion_timestamp(p)) {
       failed.push_back(&p);
     }
   }
@@ -268,7 +269,7 @@ void mark_failed(StatusUpdate& u, const std::string& reason, const std::string& 
 }
 
 std::string describe_pod_failure(const kube::Object& pod) {
-  std::string out = "pod " + object_name(pod);
+  std::string out = "pod " + kube::name_of(pod);
   if (const kube::Object* c = failed_container(pod)) {
     const auto& term = child(child(*c, "state"), "terminated");
     out += " container " + member<std::string>(*c, "name").value_or("") + " exited with code " +

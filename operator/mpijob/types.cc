@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "kube/object_meta.h"
+
 namespace mpijob {
 
 const kube::Resource kMPIJobs{"kubeflow.org", "v2beta1", "mpijobs", "MPIJob", true};
@@ -21,31 +23,8 @@ const kube::Object& child(const kube::Object& j, const char* key) {
   return it == j.end() || it->is_null() ? empty_object() : *it;
 }
 
-std::string object_name(const kube::Object& o) {
-  return member<std::string>(child(o, "metadata"), "name").value_or("");
-}
-
-std::string object_uid(const kube::Object& o) {
-  return member<std::string>(child(o, "metadata"), "uid").value_or("");
-}
-
-std::string object_label(const kube::Object& o, const std::string& key) {
-  return member<std::string>(child(child(o, "metadata"), "labels"), key.c_str()).value_or("");
-}
-
-std::string controller_uid(const kube::Object& o) {
-  const auto& refs = child(child(o, "metadata"), "ownerReferences");
-  if (!refs.is_array()) return "";
-  for (const auto& ref : refs) {
-    if (member<bool>(ref, "controller").value_or(false)) {
-      return member<std::string>(ref, "uid").value_or("");
-    }
-  }
-  return "";
-}
-
 bool is_controlled_by(const kube::Object& o, const std::string& owner_uid) {
-  return !owner_uid.empty() && controller_uid(o) == owner_uid;
+  return !owner_uid.empty() && kube::controller_uid(o) == owner_uid;
 }
 
 // ---- status ----
@@ -155,20 +134,16 @@ MPIJob::MPIJob(kube::Object obj) : obj_(std::move(obj)) {
   if (!obj_.is_object()) throw std::invalid_argument("MPIJob: not a JSON object");
 }
 
-std::string MPIJob::name() const { return object_name(obj_); }
-std::string MPIJob::ns() const {
-  return member<std::string>(child(obj_, "metadata"), "namespace").value_or("");
-}
-std::string MPIJob::uid() const { return object_uid(obj_); }
+std::string MPIJob::name() const { return kube::name_of(obj_); }
+std::string MPIJob::ns() const { return kube::namespace_of(obj_); }
+std::string MPIJob::uid() const { return kube::uid_of(obj_); }
 
 std::string MPIJob::annotation(const std::string& key) const {
   return member<std::string>(child(child(obj_, "metadata"), "annotations"), key.c_str())
       .value_or("");
 }
 
-bool MPIJob::being_deleted() const {
-  return member<std::string>(child(obj_, "metadata"), "deletionTimestamp").has_value();
-}
+bool MPIJob::being_deleted() const { return kube::has_deletion_timestamp(obj_); }
 
 const kube::Object* MPIJob::replica_spec(ReplicaType t) const {
   const auto& specs = child(child(obj_, "spec"), "mpiReplicaSpecs");

@@ -144,13 +144,8 @@ const kube::Object& empty_object();  // a shared {}
 // The object at key, or a shared empty object when absent.
 const kube::Object& child(const kube::Object& j, const char* key);
 
-// metadata helpers for any object
-std::string object_name(const kube::Object& o);
-std::string object_uid(const kube::Object& o);
-std::string object_label(const kube::Object& o, const std::string& key);
-// True when o has an ownerReference with controller=true and the given uid.
+// True when o has an ownerReference with controller=true and the given (non-empty) uid. The other
+// metadata readers (name, uid, controller uid) are kube/object_meta.h's.
 bool is_controlled_by(const kube::Object& o, const std::string& owner_uid);
-// The uid of o's controller owner reference, "" when none.
-std::string controller_uid(const kube::Object& o);
 
 }  // namespace mpijob
