@@ -25,17 +25,19 @@ std::string find_in_path(const std::string& name, const std::string& path) {
   return "";
 }
 
+ExecArgs::ExecArgs(const Exec& exec) : args_(exec.argv) {
+  if (args_.empty()) throw std::invalid_argument("empty command");
+  program_ = find_in_path(args_[0], get_env(exec.env, "PATH").value_or(""));
+  if (program_.empty()) throw std::runtime_error("executable file not found in $PATH: " + args_[0]);
+  for (const auto& [k, v] : exec.env) env_.push_back(k + "=" + v);
+  for (auto& a : args_) argv_.push_back(a.data());
+  for (auto& e : env_) envp_.push_back(e.data());
+  argv_.push_back(nullptr);
+  envp_.push_back(nullptr);
+}
+
 Process::Process(const Exec& exec, LineSink sink) : sink_(std::move(sink)) {
-  if (exec.argv.empty()) throw std::invalid_argument("empty command");
-  const std::string program = find_in_path(exec.argv[0], get_env(exec.env, "PATH").value_or(""));
-  if (program.empty()) throw std::runtime_error("executable file not found in $PATH: " + exec.argv[0]);
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : exec.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> argv, envp;
-  for (const auto& a : exec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
-  argv.push_back(nullptr);
-  envp.push_back(nullptr);
+  const ExecArgs args(exec);
 
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + std::string(strerror(errno)));
@@ -50,7 +52,7 @@ Process::Process(const Exec& exec, LineSink sink) : sink_(std::move(sink)) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    execve(program.c_str(), argv.data(), envp.data());
+    execve(args.program().c_str(), args.argv(), args.envp());
     const char msg[] = "korovod: exec failed\n";
     (void)!write(2, msg, sizeof msg - 1);
     _exit(127);

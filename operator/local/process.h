@@ -12,10 +12,31 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "local/sandbox.h"
 
 namespace local {
+
+// What execve takes for an Exec: argv[0] resolved against env's PATH, and argv and envp
+// ("NAME=value") as null-terminated arrays that point into this object. Built before a fork, so
+// the child only calls execve. Throws std::invalid_argument for an empty argv, std::runtime_error
+// when argv[0] is not found.
+class ExecArgs {
+ public:
+  explicit ExecArgs(const Exec& exec);
+  ExecArgs(const ExecArgs&) = delete;
+  ExecArgs& operator=(const ExecArgs&) = delete;
+
+  const std::string& program() const { return program_; }
+  char* const* argv() const { return argv_.data(); }
+  char* const* envp() const { return envp_.data(); }
+
+ private:
+  std::string program_;
+  std::vector<std::string> args_, env_;
+  std::vector<char*> argv_, envp_;
+};
 
 using LineSink = std::function<void(const std::string& line)>;
 

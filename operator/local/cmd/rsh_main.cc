@@ -22,18 +22,9 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 300 && !std::filesystem::exists(pod_dir / "context.json"); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
-    const auto exec = local::rsh_exec(req, pod_dir);
-    const std::string program =
-        local::find_in_path(exec.argv[0], local::get_env(exec.env, "PATH").value_or(""));
-    std::vector<std::string> env_strings;
-    for (const auto& [k, v] : exec.env) env_strings.push_back(k + "=" + v);
-    std::vector<char*> cargv, cenv;
-    for (const auto& a : exec.argv) cargv.push_back(const_cast<char*>(a.c_str()));
-    for (const auto& e : env_strings) cenv.push_back(const_cast<char*>(e.c_str()));
-    cargv.push_back(nullptr);
-    cenv.push_back(nullptr);
-    execve(program.c_str(), cargv.data(), cenv.data());
-    throw std::runtime_error("exec " + program + ": " + std::strerror(errno));
+    const local::ExecArgs exec(local::rsh_exec(req, pod_dir));
+    execve(exec.program().c_str(), exec.argv(), exec.envp());
+    throw std::runtime_error("exec " + exec.program() + ": " + std::strerror(errno));
   } catch (const std::exception& e) {
     std::cerr << "korovod-rsh: " << e.what() << "\n";
     return 255;  // what ssh returns when it cannot connect
