@@ -177,6 +177,29 @@ int korovod_group_add(korovod_group* group, int type, const char* name, void* in
 int korovod_group_enqueue(korovod_runtime* rt, korovod_group* group, int64_t* handles_out, int max_handles);
 void korovod_group_free(korovod_group* group);
 
+/* Many independent operations in one call: a binding's batch of ready tensors (gradients as
+ * backward produces them), at the cost of one call rather than one per tensor. Each op is queued
+ * as korovod_enqueue would queue it -- negotiated, fused and completed on its own, not as a
+ * group, so ranks may batch the same ops differently -- in array order. type: KOROVOD_OP_ALLREDUCE,
+ * _ALLGATHER or _REDUCESCATTER (the others take arguments this call has not; use
+ * korovod_enqueue); one process set for all. Per-op arrays of `count` entries:
+ *   names     NULL (the array or an entry) -> "<op>.noname.<handle>"
+ *   inputs, dtypes, ndims, shapes (shapes[i]: ndims[i] dims; may be NULL when ndims[i] is 0)
+ *   outputs   allreduce: NULL (the array or an entry) = in place; others: must be NULL (array)
+ *   devices   NULL = every input on the CPU (-1)
+ *   ops, prescales, postscales  NULL = KOROVOD_AVERAGE, 1.0, 1.0
+ *   ready     NULL = none; every event is consumed, also on error
+ * handles_out (count entries) gets one handle per op. Returns count when every op was queued.
+ * Otherwise an error code (korovod_last_error names the argument, or the tensor and its index):
+ * for bad arguments nothing was queued (handles_out all 0); when the runtime refused op i (a
+ * duplicate name, say), ops 0..i-1 stay queued with their handles in handles_out and the rest
+ * are 0 -- the caller waits for and releases those as usual. */
+int korovod_enqueue_many(korovod_runtime* rt, int type, int count, const char* const* names, void* const* inputs,
+                         void* const* outputs, const int32_t* dtypes, const int32_t* ndims,
+                         const int64_t* const* shapes, const int32_t* devices, const int32_t* ops,
+                         const double* prescales, const double* postscales, int process_set,
+                         korovod_event* const* ready, int64_t* handles_out);
+
 /* Ready events (Horovod's ReadyEvent): a CUDA event recorded on `stream` (a cudaStream_t, NULL =
  * the legacy default stream) of `device`; the collective reads the tensor only once the stream
  * passed it. NULL on failure (without CUDA: always) with the reason in error_text. */
@@ -210,6 +233,16 @@ int korovod_poll(korovod_runtime* rt, int64_t handle);
 int korovod_wait(korovod_runtime* rt, int64_t handle);
 int korovod_wait_for(korovod_runtime* rt, int64_t handle, double timeout_seconds);
 const char* korovod_handle_error(korovod_runtime* rt, int64_t handle); /* valid until release */
+/* Waits for `count` handles in one call (same semantics as korovod_wait_for for each, within one
+ * overall timeout; < 0: no limit), also after one of them failed, so none is left running.
+ * statuses (NULL or count entries) gets each op's outcome: 0, its error code, or
+ * KOROVOD_ERR_IN_PROGRESS when not done by the deadline. Returns KOROVOD_ERR_IN_PROGRESS when
+ * any op was not done by the deadline, else 0 when all succeeded, else the error code of the
+ * first failed op in array order (korovod_last_error: its text; korovod_handle_error has each
+ * failed op's). count 0 returns 0. */
+int korovod_wait_all(korovod_runtime* rt, const int64_t* handles, int count, double timeout_seconds,
+                     int32_t* statuses);
+
 /* Output the runtime allocated (allgather/alltoall/reducescatter; owned by the handle until
  * release or take): data, ndim, and up to max_dims dims into shape. An error once taken. */
 int korovod_handle_output(korovod_runtime* rt, int64_t handle, void** data, int* ndim, int64_t* shape,
@@ -226,6 +259,7 @@ void korovod_dlpack_delete(void* managed_tensor); /* calls the deleter (for an u
 int korovod_handle_received_splits(korovod_runtime* rt, int64_t handle, int32_t* splits, int max_splits);
 int korovod_handle_last_joined_rank(korovod_runtime* rt, int64_t handle);
 void korovod_release(korovod_runtime* rt, int64_t handle);
+void korovod_release_many(korovod_runtime* rt, const int64_t* handles, int count); /* each as korovod_release */
 
 /* ---- process sets ----
  * add returns the new id (>= 0) or an error code (dynamic sets need KOROVOD_DYNAMIC_PROCESS_SETS=1;

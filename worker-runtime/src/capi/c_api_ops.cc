@@ -8,21 +8,6 @@
 namespace korovod::capi {
 namespace {
 
-// korovod_enqueue's flat arguments.
-struct FlatOp {
-  int type;
-  const char* name;
-  void* input;
-  void* output;
-  int dtype, ndim;
-  const int64_t* shape;
-  int device, op;
-  double prescale, postscale;
-  int root_rank;
-  const int32_t* splits;
-  int num_splits, process_set;
-};
-
 bool runtime_allocates_output(RequestType t) {
   return t == RequestType::kAllgather || t == RequestType::kAlltoall || t == RequestType::kReducescatter;
 }
@@ -37,8 +22,8 @@ bool known_type(int type) {
   return false;
 }
 
-// Converts and checks what only the C layer can (pointers, counts, enum ranges); the runtime
-// checks the rest (dtype, shapes, splits, root) and names the tensor in its errors.
+}  // namespace
+
 Result<PreparedOp> prepare(const FlatOp& f, std::unique_ptr<korovod_event> ready) {
   const std::string name = f.name ? f.name : "";
   if (!known_type(f.type)) return Status::invalid_argument(fmt::format("tensor '{}': unknown operation type {}", name, f.type));
@@ -83,6 +68,8 @@ Result<PreparedOp> prepare(const FlatOp& f, std::unique_ptr<korovod_event> ready
   return p;
 }
 
+namespace {
+
 FlatOp flat(int type, const char* name, const korovod_tensor* t) {
   FlatOp f{};
   f.type = type;
@@ -101,11 +88,15 @@ FlatOp flat(int type, const char* name, const korovod_tensor* t) {
   return f;
 }
 
+}  // namespace
+
 void remember_output(korovod_runtime* rt, int64_t handle, std::shared_ptr<OutputSlot> slot) {
   if (!slot) return;
   std::lock_guard lock(rt->mu);
   rt->outputs[handle] = std::move(slot);
 }
+
+namespace {
 
 int64_t enqueue_one(korovod_runtime* rt, const FlatOp& f, korovod_event* ready) {
   std::unique_ptr<korovod_event> event(ready);  // consumed, also on error

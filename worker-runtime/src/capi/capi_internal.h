@@ -43,6 +43,21 @@ struct PreparedOp {
   std::shared_ptr<OutputSlot> output;  // set when the runtime allocates the output
 };
 
+// korovod_enqueue's flat arguments.
+struct FlatOp {
+  int type;
+  const char* name;
+  void* input;
+  void* output;
+  int dtype, ndim;
+  const int64_t* shape;
+  int device, op;
+  double prescale, postscale;
+  int root_rank;
+  const int32_t* splits;
+  int num_splits, process_set;
+};
+
 }  // namespace korovod::capi
 
 struct korovod_group {
@@ -60,5 +75,11 @@ void copy_text(const std::string& text, char* buf, int len);
 // The runtime, or null after shutdown / for a null rt.
 std::shared_ptr<Runtime> runtime_of(const korovod_runtime* rt);
 Status not_running();  // what calls on a shut-down runtime fail with
+// Converts and checks what only the C layer can (pointers, counts, enum ranges); the runtime
+// checks the rest (dtype, shapes, splits, root) and names the tensor in its errors. `ready` is
+// consumed (moved into the op, or freed on error).
+Result<PreparedOp> prepare(const FlatOp& f, std::unique_ptr<korovod_event> ready);
+// Keeps a runtime-allocated output slot under its handle (for korovod_handle_take_dlpack).
+void remember_output(korovod_runtime* rt, int64_t handle, std::shared_ptr<OutputSlot> slot);
 
 }  // namespace korovod::capi

@@ -67,6 +67,7 @@ std::vector<T> take_output(korovod_runtime* rt, int64_t handle, int dl_code, std
 void check_allreduce(korovod_runtime* rt, Checker& c);
 void check_allgather_broadcast_alltoall_reducescatter(korovod_runtime* rt, Checker& c);
 void check_groups(korovod_runtime* rt, Checker& c);
+void check_enqueue_many(korovod_runtime* rt, Checker& c);  // capi_check_batch.cc
 void check_errors(korovod_runtime* rt, Checker& c);
 void check_process_sets(korovod_runtime* rt, Checker& c, int static_sets);
 void check_join_rule(korovod_runtime* rt, Checker& c);

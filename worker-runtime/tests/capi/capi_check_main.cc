@@ -106,6 +106,7 @@ int run_checks(const Args& args) {
   check_allreduce(rt, c);
   check_allgather_broadcast_alltoall_reducescatter(rt, c);
   check_groups(rt, c);
+  check_enqueue_many(rt, c);
   if (size > 1) {
     check_errors(rt, c);
     check_join_rule(rt, c);

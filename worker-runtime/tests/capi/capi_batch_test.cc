@@ -1,0 +1,274 @@
+// The C ABI (korovod/c_api.h) without MPI or a launcher, part 3: many operations and handles per
+// call -- korovod_enqueue_many, korovod_wait_all, korovod_release_many -- their results, and the
+// errors that name the bad argument or the tensor and its index (rt_capi_test).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capi_test_util.h"
+
+namespace korovod::capi_test {
+namespace {
+
+std::string last_error(korovod_runtime* rt) { return korovod_last_error(rt); }
+
+#define EXPECT_TEXT(rt, text) \
+  EXPECT_NE(last_error(rt).find(text), std::string::npos) << "wanted '" << (text) << "' in: " << last_error(rt)
+
+// A ready event whose poll fails: the op it holds fails (and, as a device failure, stops the engine).
+struct FailingEvent final : korovod::ReadyEvent {
+  korovod::Result<bool> ready() const override { return korovod::Status::unknown("the device is gone"); }
+};
+
+TEST_F(CApi, EnqueueManyQueuesEachOpWithItsOwnNameOpAndScales) {
+  std::vector<float> a = {1.f, 2.f}, a_out(2, -1.f);
+  std::vector<double> b = {0.5, -1.5, 4.0};
+  std::vector<int32_t> c = {7};
+  const int64_t a_shape[] = {2}, b_shape[] = {3}, c_shape[] = {1, 1};
+  const char* names[] = {"many.a", nullptr, "many.c"};
+  void* inputs[] = {a.data(), b.data(), c.data()};
+  void* outputs[] = {a_out.data(), nullptr, nullptr};  // a: out of place; b, c: in place
+  const int32_t dtypes[] = {KOROVOD_FLOAT32, KOROVOD_FLOAT64, KOROVOD_INT32};
+  const int32_t ndims[] = {1, 1, 2};
+  const int64_t* shapes[] = {a_shape, b_shape, c_shape};
+  const int32_t ops[] = {KOROVOD_SUM, KOROVOD_AVERAGE, KOROVOD_MAX};
+  const double prescales[] = {1.0, 2.0, 1.0}, postscales[] = {1.0, 3.0, 1.0};
+  int64_t handles[3] = {};
+  ASSERT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 3, names, inputs, outputs, dtypes, ndims, shapes, nullptr,
+                                 ops, prescales, postscales, 0, nullptr, handles),
+            3)
+      << last_error(rt_);
+  for (int64_t h : handles) EXPECT_GT(h, 0);
+  EXPECT_NE(handles[0], handles[1]);
+  int32_t statuses[3] = {-9, -9, -9};
+  ASSERT_EQ(korovod_wait_all(rt_, handles, 3, -1.0, statuses), KOROVOD_OK) << last_error(rt_);
+  EXPECT_EQ(statuses[0], KOROVOD_OK);
+  EXPECT_EQ(statuses[1], KOROVOD_OK);
+  EXPECT_EQ(statuses[2], KOROVOD_OK);
+  EXPECT_EQ(a_out, (std::vector<float>{1.f, 2.f}));
+  EXPECT_EQ(a, (std::vector<float>{1.f, 2.f}));  // out of place: the input is untouched
+  EXPECT_EQ(b, (std::vector<double>{3.0, -9.0, 24.0}));  // one rank: x * 2 * 3
+  EXPECT_EQ(c, (std::vector<int32_t>{7}));
+  korovod_release_many(rt_, handles, 3);
+  for (int64_t h : handles) EXPECT_EQ(korovod_poll(rt_, h), KOROVOD_ERR_INVALID_ARGUMENT) << "handle " << h;
+
+  // Optional arrays left NULL: Average, scale 1, in place, no names, CPU; and an empty batch.
+  std::vector<float> d = {5.f, 6.f};
+  void* d_inputs[] = {d.data()};
+  const int32_t d_dtypes[] = {KOROVOD_FLOAT32}, d_ndims[] = {1};
+  const int64_t* d_shapes[] = {a_shape};
+  int64_t h = 0;
+  ASSERT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 1, nullptr, d_inputs, nullptr, d_dtypes, d_ndims, d_shapes,
+                                 nullptr, nullptr, nullptr, nullptr, 0, nullptr, &h),
+            1)
+      << last_error(rt_);
+  ASSERT_EQ(korovod_wait_all(rt_, &h, 1, 10.0, nullptr), KOROVOD_OK);
+  EXPECT_EQ(d, (std::vector<float>{5.f, 6.f}));
+  korovod_release_many(rt_, &h, 1);
+  EXPECT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 0, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                 nullptr, nullptr, nullptr, nullptr, 0, nullptr, nullptr),
+            0);
+  EXPECT_EQ(korovod_wait_all(rt_, nullptr, 0, -1.0, nullptr), KOROVOD_OK);
+  korovod_release_many(rt_, nullptr, 3);  // ignored
+}
+
+TEST_F(CApi, EnqueueManyAllgatherOutputsAreTheRuntimes) {
+  std::vector<int64_t> x = {1, 2, 3, 4};
+  std::vector<float> y = {9.f};
+  const int64_t x_shape[] = {2, 2}, y_shape[] = {1};
+  const char* names[] = {"many.gx", "many.gy"};
+  void* inputs[] = {x.data(), y.data()};
+  const int32_t dtypes[] = {KOROVOD_INT64, KOROVOD_FLOAT32}, ndims[] = {2, 1};
+  const int64_t* shapes[] = {x_shape, y_shape};
+  int64_t handles[2] = {};
+  ASSERT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLGATHER, 2, names, inputs, nullptr, dtypes, ndims, shapes, nullptr,
+                                 nullptr, nullptr, nullptr, 0, nullptr, handles),
+            2)
+      << last_error(rt_);
+  ASSERT_EQ(korovod_wait_all(rt_, handles, 2, -1.0, nullptr), KOROVOD_OK) << last_error(rt_);
+  void* data = nullptr;
+  int ndim = 0;
+  int64_t shape[2] = {};
+  ASSERT_EQ(korovod_handle_output(rt_, handles[0], &data, &ndim, shape, 2), KOROVOD_OK) << last_error(rt_);
+  EXPECT_EQ(ndim, 2);
+  EXPECT_EQ(shape[0], 2);
+  EXPECT_EQ(std::vector<int64_t>(static_cast<int64_t*>(data), static_cast<int64_t*>(data) + 4), x);
+  ASSERT_EQ(korovod_handle_output(rt_, handles[1], &data, &ndim, shape, 2), KOROVOD_OK) << last_error(rt_);
+  EXPECT_EQ(*static_cast<float*>(data), 9.f);
+  korovod_release_many(rt_, handles, 2);
+}
+
+TEST_F(CApi, EnqueueManyNamesTheBadArgument) {
+  std::vector<float> x(4, 1.f), y(4, 1.f);
+  const int64_t shape[] = {4};
+  const char* names[] = {"bad.x", "bad.y"};
+  void* inputs[] = {x.data(), y.data()};
+  const int32_t dtypes[] = {KOROVOD_FLOAT32, KOROVOD_FLOAT32}, ndims[] = {1, 1};
+  const int64_t* shapes[] = {shape, shape};
+  int64_t handles[2] = {7, 7};
+  auto many = [&](int type, int count, void* const* in, void* const* out, const int32_t* dt, const int32_t* nd,
+                  const int64_t* const* sh, const int32_t* ops, int ps, int64_t* hs) {
+    return korovod_enqueue_many(rt_, type, count, names, in, out, dt, nd, sh, nullptr, ops, nullptr, nullptr, ps,
+                                nullptr, hs);
+  };
+  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, -1, inputs, nullptr, dtypes, ndims, shapes, nullptr, 0, handles),
+            KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "korovod_enqueue_many: count -1 is negative");
+  EXPECT_EQ(many(KOROVOD_OP_BROADCAST, 2, inputs, nullptr, dtypes, ndims, shapes, nullptr, 0, handles),
+            KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "type 2 is not allreduce, allgather or reducescatter");
+  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, nullptr, nullptr, dtypes, ndims, shapes, nullptr, 0, handles),
+            KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "korovod_enqueue_many: inputs is NULL");
+  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, nullptr, ndims, shapes, nullptr, 0, handles),
+            KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "dtypes is NULL");
+  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, nullptr, shapes, nullptr, 0, handles),
+            KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "ndims is NULL");
+  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, ndims, nullptr, nullptr, 0, handles),
+            KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "shapes is NULL");
+  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, ndims, shapes, nullptr, 0, nullptr),
+            KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "handles_out is NULL");
+  EXPECT_EQ(many(KOROVOD_OP_ALLGATHER, 2, inputs, inputs, dtypes, ndims, shapes, nullptr, 0, handles),
+            KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "ALLGATHER allocates its outputs; pass outputs NULL");
+
+  // A bad op: the error gives its index and name, and nothing was queued.
+  const int32_t ops[] = {KOROVOD_SUM, 17};
+  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, ndims, shapes, ops, 0, handles),
+            KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "korovod_enqueue_many: op 1 of 2: tensor 'bad.y': unknown reduce op 17");
+  EXPECT_EQ(handles[0], 0);
+  EXPECT_EQ(handles[1], 0);
+  const int32_t no_dims[] = {1, 1};
+  const int64_t* null_shape[] = {shape, nullptr};
+  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, no_dims, null_shape, nullptr, 0, handles),
+            KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "op 1 of 2: tensor 'bad.y': ndim 1 with shape NULL");
+
+  // The whole call's process set is unknown: the runtime refuses the first op, nothing queued.
+  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, ndims, shapes, nullptr, 5, handles),
+            KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "unknown process set 5");
+  EXPECT_EQ(handles[0], 0);
+
+  // The runtime refuses op 1 (its dtype): op 0 stays queued, with its handle; op 1 has none.
+  const int32_t bad_dtype[] = {KOROVOD_FLOAT32, 42};
+  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, bad_dtype, ndims, shapes, nullptr, 0, handles),
+            KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "tensor 'bad.y': invalid input dtype");
+  ASSERT_GT(handles[0], 0);
+  EXPECT_EQ(handles[1], 0);
+  done(handles[0]);
+  korovod_release(rt_, handles[0]);
+
+  int64_t h = 0;
+  EXPECT_EQ(korovod_enqueue_many(nullptr, KOROVOD_OP_ALLREDUCE, 1, names, inputs, nullptr, dtypes, ndims, shapes,
+                                 nullptr, nullptr, nullptr, nullptr, 0, nullptr, &h),
+            KOROVOD_ERR_NOT_INITIALIZED);
+  // The runtime is still usable after all of these.
+  ASSERT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, ndims, shapes, nullptr, 0, handles), 2);
+  EXPECT_EQ(korovod_wait_all(rt_, handles, 2, -1.0, nullptr), KOROVOD_OK);
+  korovod_release_many(rt_, handles, 2);
+}
+
+TEST_F(CApi, EnqueueManyConsumesEveryReadyEvent) {
+  std::atomic<bool> ready{true};
+  std::atomic<int> destroyed{0};
+  std::vector<float> x(2, 1.f), y(2, 1.f);
+  const int64_t shape[] = {2};
+  void* inputs[] = {x.data(), y.data()};
+  const int32_t dtypes[] = {KOROVOD_FLOAT32, KOROVOD_FLOAT32}, ndims[] = {1, 1};
+  const int64_t* shapes[] = {shape, shape};
+  const int32_t bad_ops[] = {KOROVOD_SUM, 99};
+  int64_t handles[2] = {};
+  korovod_event* events[] = {test_event(&ready, &destroyed), test_event(&ready, &destroyed)};
+  EXPECT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 2, nullptr, inputs, nullptr, dtypes, ndims, shapes,
+                                 nullptr, bad_ops, nullptr, nullptr, 0, events, handles),
+            KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(destroyed.load(), 2);
+  korovod_event* more[] = {test_event(&ready, &destroyed), test_event(&ready, &destroyed)};
+  EXPECT_EQ(korovod_enqueue_many(nullptr, KOROVOD_OP_ALLREDUCE, 2, nullptr, inputs, nullptr, dtypes, ndims, shapes,
+                                 nullptr, nullptr, nullptr, nullptr, 0, more, handles),
+            KOROVOD_ERR_NOT_INITIALIZED);
+  EXPECT_EQ(destroyed.load(), 4);
+  korovod_event* good[] = {test_event(&ready, &destroyed), test_event(&ready, &destroyed)};
+  ASSERT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 2, nullptr, inputs, nullptr, dtypes, ndims, shapes,
+                                 nullptr, nullptr, nullptr, nullptr, 0, good, handles),
+            2);
+  ASSERT_EQ(korovod_wait_all(rt_, handles, 2, -1.0, nullptr), KOROVOD_OK);
+  korovod_release_many(rt_, handles, 2);
+  EXPECT_EQ(destroyed.load(), 6);
+}
+
+TEST_F(CApi, WaitAllTimesOutThenReportsEachOutcome) {
+  std::atomic<bool> ready{false};
+  std::atomic<int> destroyed{0};
+  std::vector<float> x(2, 1.f), y(2, 2.f);
+  const int64_t shape[] = {2};
+  const char* names[] = {"wait.free", "wait.held"};
+  void* inputs[] = {x.data(), y.data()};
+  const int32_t dtypes[] = {KOROVOD_FLOAT32, KOROVOD_FLOAT32}, ndims[] = {1, 1};
+  const int64_t* shapes[] = {shape, shape};
+  korovod_event* events[] = {nullptr, test_event(&ready, &destroyed)};
+  int64_t handles[2] = {};
+  ASSERT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 2, names, inputs, nullptr, dtypes, ndims, shapes,
+                                 nullptr, nullptr, nullptr, nullptr, 0, events, handles),
+            2)
+      << last_error(rt_);
+  int32_t statuses[2] = {-9, -9};
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(korovod_wait_all(rt_, handles, 2, 0.2, statuses), KOROVOD_ERR_IN_PROGRESS);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);
+  EXPECT_EQ(statuses[1], KOROVOD_ERR_IN_PROGRESS);
+  ready = true;
+  ASSERT_EQ(korovod_wait_all(rt_, handles, 2, 10.0, statuses), KOROVOD_OK) << last_error(rt_);
+  EXPECT_EQ(statuses[0], KOROVOD_OK);
+  EXPECT_EQ(statuses[1], KOROVOD_OK);
+  korovod_release_many(rt_, handles, 2);
+  EXPECT_EQ(destroyed.load(), 1);
+
+  // Bad arguments and unknown handles.
+  EXPECT_EQ(korovod_wait_all(rt_, handles, -2, 1.0, nullptr), KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "korovod_wait_all: count -2 with handles set");
+  EXPECT_EQ(korovod_wait_all(rt_, nullptr, 2, 1.0, nullptr), KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "korovod_wait_all: count 2 with handles NULL");
+  const int64_t unknown[] = {123456, 654321};
+  EXPECT_EQ(korovod_wait_all(rt_, unknown, 2, 1.0, statuses), KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_TEXT(rt_, "unknown handle 123456");  // the first in order
+  EXPECT_EQ(statuses[1], KOROVOD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(korovod_wait_all(nullptr, unknown, 2, 1.0, statuses), KOROVOD_ERR_NOT_INITIALIZED);
+}
+
+TEST_F(CApi, WaitAllWaitsPastAFailureAndReportsIt) {
+  std::vector<float> x(2, 1.f), y(2, 2.f);
+  const int64_t shape[] = {2};
+  const char* names[] = {"fails.first", "fails.second"};
+  void* inputs[] = {x.data(), y.data()};
+  const int32_t dtypes[] = {KOROVOD_FLOAT32, KOROVOD_FLOAT32}, ndims[] = {1, 1};
+  const int64_t* shapes[] = {shape, shape};
+  korovod_event* events[] = {new korovod_event{std::make_shared<FailingEvent>()}, nullptr};
+  int64_t handles[2] = {};
+  ASSERT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 2, names, inputs, nullptr, dtypes, ndims, shapes,
+                                 nullptr, nullptr, nullptr, nullptr, 0, events, handles),
+            2)
+      << last_error(rt_);
+  int32_t statuses[2] = {-9, -9};
+  const int code = korovod_wait_all(rt_, handles, 2, 30.0, statuses);
+  EXPECT_EQ(code, KOROVOD_ERR_ABORTED);
+  EXPECT_TEXT(rt_, "tensor 'fails.first': its ready event failed: the device is gone");
+  EXPECT_EQ(statuses[0], KOROVOD_ERR_ABORTED);
+  EXPECT_NE(statuses[1], KOROVOD_ERR_IN_PROGRESS);  // waited for too: ended one way or the other
+  EXPECT_NE(std::string(korovod_handle_error(rt_, handles[0])).find("the device is gone"), std::string::npos);
+  korovod_release_many(rt_, handles, 2);
+}
+
+}  // namespace
+}  // namespace korovod::capi_test
