@@ -4,13 +4,14 @@ Arguments and their checks, Average/Sum, backward_passes_per_step, synchronize/s
 groups, compression and the predivide factor. Expected values: optimizer_checks.py.
 """
 
+import ctypes
 import warnings
 
 import pytest
 import torch
 
 import korovod.torch as hvd
-import korovod.torch.optimizer as optimizer_module
+from korovod.common import _lib
 from optimizer_checks import (ONE_RANK, TIGHT, assert_equal, batch_of, check_gradients, distributed,
                               expected_reduction, loss_of, make_model, per_rank_gradients, snapshot)
 from optimizer_checks import hook_kind  # noqa: F401 (a fixture)
@@ -273,14 +274,23 @@ def test_compressed_allreduce_averages_within_the_format_precision(compression):
 
 
 def test_gradient_predivide_factor_scales_before_and_after_the_sum(monkeypatch):
+    # What the runtime is asked to do, read from the C call the gradient batches go through.
     calls = []
-    real = optimizer_module.allreduce_async_
+    lib = _lib.load()
+    real = lib.korovod_enqueue_many
 
-    def recording(tensor, **kwargs):
-        calls.append((kwargs['prescale_factor'], kwargs['postscale_factor'], kwargs['op']))
-        return real(tensor, **kwargs)
+    def values(ctype, address, count, default):
+        return [default] * count if address is None else list((ctype * count).from_address(address))
 
-    monkeypatch.setattr(optimizer_module, 'allreduce_async_', recording)
+    def recording(rt, op_type, count, names, inputs, outputs, dtypes, ndims, shapes, devices, ops, prescales,
+                  postscales, *rest):
+        calls.extend(zip(values(ctypes.c_double, prescales, count, 1.0),
+                         values(ctypes.c_double, postscales, count, 1.0),
+                         values(ctypes.c_int32, ops, count, _lib.AVERAGE)))
+        return real(rt, op_type, count, names, inputs, outputs, dtypes, ndims, shapes, devices, ops, prescales,
+                    postscales, *rest)
+
+    monkeypatch.setattr(lib, 'korovod_enqueue_many', recording)
     model = make_model()
     before = snapshot(model)
     optimizer = distributed(model, gradient_predivide_factor=4.0)

@@ -1,14 +1,18 @@
 """DistributedOptimizer during backward: allreduces start from the gradient hooks (both kinds,
-also under torch.compile); parameters without gradients, frozen ones, sparse ones; process sets.
+also under torch.compile), handed to the runtime in batches (by size, by time, at the end of
+backward; ranks may batch differently); a gradient the ranks disagree on; parameters without
+gradients, frozen ones, sparse ones; process sets.
 """
 
 import gc
+import time
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import korovod.torch as hvd
+from korovod.torch import _hook_batch
 from optimizer_checks import (ONE_RANK, TIGHT, assert_equal, batch_of, check_gradients, distributed,
                               expected_reduction, loss_of, make_model, per_rank_gradients, snapshot)
 from optimizer_checks import hook_kind  # noqa: F401 (a fixture)
@@ -128,13 +132,18 @@ class _Probe(torch.autograd.Function):
         return grad, None
 
 
+def in_flight(optimizer, p) -> bool:
+    """Whether p's gradient was handed to the runtime (not just noted by its hook)."""
+    return any(entry[0] is p for entry in optimizer._batches.entries)
+
+
 def started_during_backward(model, forward):
     optimizer = distributed(model)
     last_layer = [p for p in model[2].parameters()]
     seen = []
 
     def record():
-        seen.append([optimizer._handles.get(p, (None, None))[0] is not None for p in last_layer])
+        seen.append([in_flight(optimizer, p) for p in last_layer])
 
     inputs, targets = batch_of(hvd.rank())
     F.mse_loss(forward(_Probe.apply(inputs.requires_grad_(), record)), targets).backward()
@@ -142,7 +151,13 @@ def started_during_backward(model, forward):
     return seen
 
 
-def test_allreduces_start_while_backward_is_running(hook_kind):
+@pytest.fixture
+def unbatched(monkeypatch):
+    """Every gradient goes to the runtime from its own hook (no batching by time or size)."""
+    monkeypatch.setattr(_hook_batch, 'FLUSH_BYTES', 1)
+
+
+def test_allreduces_start_while_backward_is_running(hook_kind, unbatched):
     if hvd.size() == 1:
         pytest.skip(ONE_RANK)
     model = make_model()
@@ -150,7 +165,7 @@ def test_allreduces_start_while_backward_is_running(hook_kind):
     check_on_all_ranks(lambda: assert_equal(seen, [[True, True]]))
 
 
-def test_allreduces_start_during_backward_of_a_compiled_model():
+def test_allreduces_start_during_backward_of_a_compiled_model(unbatched):
     if not hasattr(torch.Tensor, 'register_post_accumulate_grad_hook'):
         pytest.skip('torch %s has no register_post_accumulate_grad_hook (torch >= 2.1), the hook '
                     'that works under torch.compile' % torch.__version__)
@@ -162,6 +177,84 @@ def test_allreduces_start_during_backward_of_a_compiled_model():
     check_on_all_ranks(lambda: assert_equal(seen, [[True, True]]))
     expected = expected_reduction(before)
     check_gradients(model, expected, rtol=1e-9, atol=1e-12)
+
+
+class _Pause(torch.autograd.Function):
+    """Identity whose backward takes ``seconds``: a slow layer between two fast ones."""
+
+    @staticmethod
+    def forward(ctx, inputs, seconds):
+        ctx.seconds = seconds
+        return inputs.view_as(inputs)
+
+    @staticmethod
+    def backward(ctx, grad):
+        time.sleep(ctx.seconds)
+        return grad, None
+
+
+def test_batched_gradients_reach_the_runtime_while_backward_is_slow(hook_kind):
+    # Default batching: the last layer's two gradients come together; the first layer's come
+    # after a pause in backward longer than FLUSH_SECONDS, so its first hook hands over what
+    # waited -- still during backward, before the probe at the input runs.
+    if hvd.size() == 1:
+        pytest.skip(ONE_RANK)
+    model = make_model()
+    before = snapshot(model)
+    pause = 4 * _hook_batch.FLUSH_SECONDS
+    seen = started_during_backward(model, lambda x: model[2](_Pause.apply(model[1](model[0](x)), pause)))
+    check_on_all_ranks(lambda: assert_equal(seen, [[True, True]]))
+    check_gradients(model, expected_reduction(before))
+
+
+def test_every_gradient_is_handed_over_by_the_end_of_backward(hook_kind):
+    if hvd.size() == 1:
+        pytest.skip(ONE_RANK)
+    model = make_model()
+    before = snapshot(model)
+    optimizer = distributed(model)
+    loss_of(model, batch_of(hvd.rank())).backward()
+    handed = [in_flight(optimizer, p) for p in model.parameters()]
+    waiting = list(optimizer._batches.ready)
+    optimizer.step()
+    check_on_all_ranks(lambda: (assert_equal(handed, [True] * 4), assert_equal(waiting, [])))
+    check_gradients(model, expected_reduction(before))
+
+
+def test_ranks_that_batch_differently_reduce_the_same_gradients(monkeypatch):
+    # Rank 0 hands every gradient over alone, the others all at once at the end of backward:
+    # each allreduce meets its peers by name, whatever batch it came in.
+    alone = hvd.rank() == 0
+    monkeypatch.setattr(_hook_batch, 'FLUSH_BYTES', 1 if alone else 1 << 40)
+    monkeypatch.setattr(_hook_batch, 'FLUSH_SECONDS', 0.0 if alone else 1e9)
+    model = make_model()
+    optimizer = distributed(model, lr=0.1)
+    for step in range(2):
+        start = snapshot(model)
+        optimizer.zero_grad()
+        loss_of(model, batch_of(hvd.rank(), step=step)).backward()
+        optimizer.step()
+        check_gradients(model, expected_reduction(start, steps=(step,)))
+
+
+def test_a_gradient_the_ranks_disagree_on_fails_synchronize_naming_it():
+    if hvd.size() == 1:
+        pytest.skip(ONE_RANK)
+    torch.manual_seed(5)
+    width = 3 if hvd.rank() == 0 else 4  # the same name, another shape on the other ranks
+    model = torch.nn.Sequential(torch.nn.Linear(2, width).double())
+    optimizer = distributed(model)
+    model(torch.ones(1, 2, dtype=torch.float64)).sum().backward()
+    with pytest.raises(RuntimeError) as raised:
+        optimizer.synchronize()
+    check_on_all_ranks(lambda: assert_equal('allreduce.0.' in str(raised.value), True))
+    # The optimizer starts over: a model the ranks agree on trains with it.
+    agreed = make_model()
+    before = snapshot(agreed)
+    optimizer = distributed(agreed)
+    loss_of(agreed, batch_of(hvd.rank())).backward()
+    optimizer.step()
+    check_gradients(agreed, expected_reduction(before))
 
 
 def test_a_discarded_optimizer_stops_reducing_the_models_gradients():

@@ -94,12 +94,15 @@ _SIGNATURES = {
     "korovod_group_add": ([c_void_p, c_int] + _OP_ARGS, c_int),
     "korovod_group_enqueue": ([_rt, c_void_p, _buf, c_int], c_int),
     "korovod_group_free": ([c_void_p], None),
+    "korovod_enqueue_many": ([_rt, c_int, c_int, _buf, _buf, _buf, _buf, _buf, _buf, _buf, _buf, _buf, _buf, c_int,
+                              _buf, _buf], c_int),
     "korovod_cuda_event_record": ([c_int, c_void_p, c_char_p, c_int], c_void_p),
     "korovod_event_free": ([c_void_p], None),
     # handles
     "korovod_poll": ([_rt, c_int64], c_int),
     "korovod_wait": ([_rt, c_int64], c_int),
     "korovod_wait_for": ([_rt, c_int64, c_double], c_int),
+    "korovod_wait_all": ([_rt, _buf, c_int, c_double, _buf], c_int),
     "korovod_handle_error": ([_rt, c_int64], c_char_p),
     "korovod_handle_output": ([_rt, c_int64, POINTER(c_void_p), POINTER(c_int), _buf, c_int], c_int),
     "korovod_handle_take_dlpack": ([_rt, c_int64, c_int, c_int], c_void_p),
@@ -107,6 +110,7 @@ _SIGNATURES = {
     "korovod_handle_received_splits": ([_rt, c_int64, _buf, c_int], c_int),
     "korovod_handle_last_joined_rank": ([_rt, c_int64], c_int),
     "korovod_release": ([_rt, c_int64], None),
+    "korovod_release_many": ([_rt, _buf, c_int], None),
     # process sets
     "korovod_add_process_set": ([_rt, _buf, c_int], c_int),
     "korovod_remove_process_set": ([_rt, c_int], c_int),
@@ -122,7 +126,7 @@ _SIGNATURES = {
 
 # The functions an operation needs; a library without them is too old for this package.
 _REQUIRED = ("korovod_init_ex", "korovod_enqueue", "korovod_wait_for", "korovod_handle_take_dlpack",
-             "korovod_group_new")
+             "korovod_group_new", "korovod_enqueue_many", "korovod_wait_all", "korovod_release_many")
 
 
 def library_path() -> Path:

@@ -1,9 +1,11 @@
 """DistributedOptimizer: averages gradients across ranks while backward is still running.
 
-Horovod's semantics (horovod/torch/optimizer.py, 0.28.1): every parameter's gradient is handed to
-an asynchronous allreduce the moment autograd has accumulated it, so communication overlaps the
+Horovod's semantics (horovod/torch/optimizer.py, 0.28.1): every parameter's gradient gets an
+asynchronous allreduce of its own once autograd has accumulated it, so communication overlaps the
 rest of backward; ``step()`` waits for all of them (``synchronize()``) and then runs the wrapped
-optimizer's update.
+optimizer's update. Here the hooks hand ready gradients to the runtime in batches, one C call per
+batch while backward runs, and synchronize() waits for them with one call (_hook_batch.py):
+Horovod's per-gradient work was most of the cost of many small gradients.
 """
 
 import os
@@ -14,6 +16,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from korovod.torch._hook_batch import Batches, name_address
 from korovod.torch.compression import Compression
 from korovod.torch.mpi_ops import (Adasum, Average, allreduce_async_, global_process_set,
                                    grouped_allreduce_async_, size, sparse_allreduce_async,
@@ -34,6 +37,7 @@ _STEP_AFTER_SYNCHRONIZE = ('optimizer.step() called without optimizer.skip_synch
                            'optimizer.synchronize() in your code.')
 
 _NOT_REDUCED = (None, None)  # a hook fired, but the allreduce waits for more passes or its group
+_BATCHED = (False, None)  # a hook fired and the gradient went to the batches (_hook_batch.py)
 
 
 def _split_evenly(items: list, parts: int) -> List[list]:
@@ -89,8 +93,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self.sparse_as_dense = sparse_as_dense
         self.process_set = process_set
 
-        # key: a parameter, or a tuple of parameters for a grouped allreduce; value: (handle, ctx)
+        # key: a parameter, or a tuple of parameters for a grouped allreduce; value: (handle, ctx),
+        # or _BATCHED for a gradient that self._batches reduces
         self._handles: Dict[object, tuple] = {}
+        self._batches = Batches()
+        self._batched = 0  # how many values of self._handles are _BATCHED
+        # The allreduce names as the runtime gets them, and where their text lies (for the batches).
+        self._wire_names: Dict[torch.Tensor, Optional[bytes]] = {}
+        self._wire_name_addresses: Dict[torch.Tensor, int] = {}
+        self._grad_bytes: Dict[torch.Tensor, int] = {}
         self._grad_accs = []         # AccumulateGrad nodes: the hooks live as long as these do
         self._hook_handles = []
         self._requires_update = set()
@@ -148,6 +159,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _reset_pending(self) -> None:
         self._handles = {}
+        self._batched = 0
+        self._batches.reset()
         for p in self._allreduce_delay:
             self._allreduce_delay[p] = self.backward_passes_per_step
         for group in self._group_counts:
@@ -167,6 +180,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 continue
             self._requires_update.add(p)
             self._update_order.append(p)
+            name = self._parameter_names.get(p)
+            wire_name = None if name is None else b'allreduce.' + name.encode()
+            self._wire_names[p] = wire_name
+            self._wire_name_addresses[p] = name_address(wire_name)
+            self._grad_bytes[p] = p.numel() * p.element_size()
             if _HAS_POST_ACCUMULATE_GRAD_HOOK:
                 self._hook_handles.append(
                     p.register_post_accumulate_grad_hook(_post_accumulate_hook(optimizer_ref)))
@@ -220,7 +238,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if delay > 0:
             self._handles[p] = _NOT_REDUCED
         elif self._groups is None:
-            self._handles[p] = self._allreduce_grad_async(p)
+            self._handles[p] = _BATCHED
+            self._batched += 1
+            self._batches.add(self, p, self._grad_bytes[p])
         else:
             group = self._p_to_group[p]
             ready = self._group_counts[group] + 1
@@ -287,9 +307,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         """Submits what the hooks did not: parameters without a gradient on this rank, and
         gradients whose backward_passes_per_step count was not reached."""
         if self._groups is None:
-            for p in self._update_order:
-                if self._handles.get(p, _NOT_REDUCED)[0] is None:
-                    self._handles[p] = self._allreduce_grad_async(p)
+            if self._batched < len(self._update_order):
+                for p in self._update_order:
+                    if self._handles.get(p, _NOT_REDUCED)[0] is None:
+                        self._handles[p] = _BATCHED
+                        self._batched += 1
+                        self._batches.ready.append(p)
+            self._batches.flush(self)
             return
         for group in self._group_counts:
             if group not in self._handles:
@@ -312,19 +336,27 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             return
         try:
             self._start_missing()
-            for key, (handle, ctx) in self._handles.items():
-                if isinstance(key, tuple):
-                    outputs = synchronize_handle(handle)
-                    for p, output, p_ctx in zip(key, outputs, ctx):
-                        self._write_gradient(p, output, p_ctx)
-                elif callable(handle):
-                    self._write_gradient(key, handle, ctx)
-                else:
-                    self._write_gradient(key, synchronize_handle(handle), ctx)
+            self._batches.wait(self)
+            if self._batched < len(self._handles):
+                self._synchronize_handles()
         finally:
             # After a failure too: the next step (or an elastic restore) starts from a clean slate.
             self._reset_pending()
         self._synchronized = True
+
+    def _synchronize_handles(self) -> None:
+        """The allreduces outside the batches: grouped ones, sparse gradients' allgathers."""
+        for key, (handle, ctx) in self._handles.items():
+            if handle is False:  # _BATCHED: written back by self._batches.wait()
+                continue
+            if isinstance(key, tuple):
+                outputs = synchronize_handle(handle)
+                for p, output, p_ctx in zip(key, outputs, ctx):
+                    self._write_gradient(p, output, p_ctx)
+            elif callable(handle):
+                self._write_gradient(key, handle, ctx)
+            else:
+                self._write_gradient(key, synchronize_handle(handle), ctx)
 
     @contextmanager
     def skip_synchronize(self):
@@ -377,8 +409,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                          process_set=global_process_set):
     """Wraps ``optimizer`` so that each gradient is allreduced across ranks before the update.
 
-    The allreduces start during ``loss.backward()``, one per parameter as its gradient is
-    accumulated, and ``step()`` waits for them (``synchronize()``). To change the averaged
+    The allreduces start during ``loss.backward()``, one per parameter, as gradients are
+    accumulated (handed to the runtime in batches), and ``step()`` waits for them
+    (``synchronize()``). To change the averaged
     gradients before the update (clipping), call ``optimizer.synchronize()`` and then
     ``optimizer.step()`` inside ``with optimizer.skip_synchronize():``.
 
