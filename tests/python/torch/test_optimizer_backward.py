@@ -134,7 +134,7 @@ class _Probe(torch.autograd.Function):
 
 def in_flight(optimizer, p) -> bool:
     """Whether p's gradient was handed to the runtime (not just noted by its hook)."""
-    return any(entry[0] is p for entry in optimizer._batches.entries)
+    return any(entry[0].param is p for entry in optimizer._batches.entries)
 
 
 def started_during_backward(model, forward):

@@ -86,23 +86,27 @@ class Batches:
     __slots__ = ("ready", "ready_bytes", "first_at", "last_at", "flush_queued", "rt", "handles", "entries")
 
     def __init__(self):
-        self.ready: List[torch.Tensor] = []  # parameters whose gradient awaits the next flush
+        self.ready: list = []  # optimizer._Slot of each gradient that awaits the next flush
         self.ready_bytes = 0
         self.first_at = 0.0  # when the first of `ready` came
         self.last_at = 0.0  # when the last hook came
         self.flush_queued = False  # a flush waits at the end of the running backward pass
         self.rt = None  # the runtime that holds `handles`
         self.handles = array('q')  # native handles in flight, one per entry
-        self.entries: List[tuple] = []  # (parameter, compressed gradient, contiguous work, ctx)
+        self.entries: List[tuple] = []  # (slot, compressed gradient, contiguous work, ctx)
 
-    def add(self, opt, p: torch.Tensor, nbytes: int) -> None:
-        """From a gradient hook: keep it short."""
+    def busy(self) -> bool:
+        """Whether gradients wait for a flush or allreduces are in flight."""
+        return bool(self.ready or self.handles)
+
+    def add(self, opt, slot) -> None:
+        """From a gradient hook (slot: optimizer._Slot): keep it short."""
         now = _clock()
         ready = self.ready
         if not ready:
             self.first_at = now
-        ready.append(p)
-        self.ready_bytes += nbytes
+        ready.append(slot)
+        self.ready_bytes += slot.nbytes
         previous, self.last_at = self.last_at, now
         if self.ready_bytes >= FLUSH_BYTES or now - previous >= FLUSH_SECONDS or now - self.first_at >= FLUSH_SECONDS:
             self.flush(opt)
@@ -132,19 +136,19 @@ class Batches:
         compress = None if compression is NoneCompressor else compression.compress
         sparse_as_dense = opt.sparse_as_dense
         entries = []
-        for p in batch:
+        for slot in batch:
+            p = slot.param
             grad = p.grad
             if grad is None:
                 grad = opt._gradient_of(p)
             if grad.is_sparse:
                 if not sparse_as_dense:  # allgathered, as Horovod does: its own handle
                     opt._handles[p] = opt._allreduce_grad_async(p)
-                    opt._batched -= 1
                     continue
                 grad = grad.to_dense()
             compressed, ctx = (grad, None) if compress is None else compress(grad)
             work = compressed if compressed.is_contiguous() else compressed.contiguous()
-            entries.append((p, compressed, work, ctx))
+            entries.append((slot, compressed, work, ctx))
         return entries
 
     def _enqueue(self, opt, entries: List[tuple]) -> None:
@@ -164,8 +168,7 @@ class Batches:
         shapes = array('Q', [_shape_address(w.shape, keep) for w in works])
         ndims = array('i', [w.dim() for w in works])
         inputs = array('Q', [w.data_ptr() for w in works])
-        name_addresses = opt._wire_name_addresses
-        names = array('Q', [name_addresses.get(e[0], 0) for e in entries])
+        names = array('Q', [e[0].name_address for e in entries])
         prescale, postscale = opt._scale_factors()
         ops = None if op == _lib.AVERAGE else array('i', [op]) * count
         prescales = None if prescale == 1.0 else array('d', [prescale]) * count
@@ -187,9 +190,9 @@ class Batches:
             self.entries.extend(entries[:queued])
         if code < 0:
             error = last_error(rt, code)
-            for p, *_ in entries[queued:]:  # not started: synchronize() submits them again
-                if opt._handles.pop(p, None) is not None:
-                    opt._batched -= 1
+            passes = opt.backward_passes_per_step
+            for slot, *_ in entries[queued:]:  # not started: synchronize() submits them again
+                slot.delay = passes
             raise error
 
     def wait(self, opt) -> None:
@@ -221,7 +224,8 @@ class Batches:
         lib.korovod_release_many(ptr, address, count)
         compression = opt._compression
         decompress = None if compression is NoneCompressor else compression.decompress
-        for p, compressed, work, ctx in entries:
+        for slot, compressed, work, ctx in entries:
+            p = slot.param
             if work is not compressed:
                 compressed.copy_(work)
             reduced = compressed if decompress is None else decompress(compressed, ctx)

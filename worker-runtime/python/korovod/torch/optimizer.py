@@ -37,7 +37,20 @@ _STEP_AFTER_SYNCHRONIZE = ('optimizer.step() called without optimizer.skip_synch
                            'optimizer.synchronize() in your code.')
 
 _NOT_REDUCED = (None, None)  # a hook fired, but the allreduce waits for more passes or its group
-_BATCHED = (False, None)  # a hook fired and the gradient went to the batches (_hook_batch.py)
+
+
+class _Slot:
+    """A hooked parameter's state, which its hook reaches by attribute: a dict keyed by the
+    parameter would call torch's Python-level Tensor.__hash__ several times per gradient."""
+
+    __slots__ = ('param', 'delay', 'nbytes', 'wire_name', 'name_address')
+
+    def __init__(self, param: torch.Tensor, delay: int, name: Optional[str]):
+        self.param = param
+        self.delay = delay  # backward passes until its allreduce (Horovod's _allreduce_delay)
+        self.nbytes = param.numel() * param.element_size()
+        self.wire_name = None if name is None else b'allreduce.' + name.encode()  # as the runtime gets it
+        self.name_address = name_address(self.wire_name)  # valid while wire_name lives
 
 
 def _split_evenly(items: list, parts: int) -> List[list]:
@@ -87,21 +100,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._compression = compression
         self._parameter_names = self._name_parameters(named_parameters)
         self.backward_passes_per_step = backward_passes_per_step
-        self._allreduce_delay = {p: backward_passes_per_step for p in self._parameter_names}
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
         self.sparse_as_dense = sparse_as_dense
         self.process_set = process_set
 
-        # key: a parameter, or a tuple of parameters for a grouped allreduce; value: (handle, ctx),
-        # or _BATCHED for a gradient that self._batches reduces
+        # Allreduces outside the batches: key a parameter, or a tuple of parameters for a grouped
+        # allreduce; value (handle, ctx). The batches (_hook_batch.py) hold the others.
         self._handles: Dict[object, tuple] = {}
         self._batches = Batches()
-        self._batched = 0  # how many values of self._handles are _BATCHED
-        # The allreduce names as the runtime gets them, and where their text lies (for the batches).
-        self._wire_names: Dict[torch.Tensor, Optional[bytes]] = {}
-        self._wire_name_addresses: Dict[torch.Tensor, int] = {}
-        self._grad_bytes: Dict[torch.Tensor, int] = {}
+        self._slots: List[_Slot] = []  # one per hooked parameter, in _update_order
         self._grad_accs = []         # AccumulateGrad nodes: the hooks live as long as these do
         self._hook_handles = []
         self._requires_update = set()
@@ -154,15 +162,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def set_backward_passes_per_step(self, passes: int) -> None:
         self.backward_passes_per_step = passes
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = passes
+        for slot in self._slots:
+            slot.delay = passes
 
     def _reset_pending(self) -> None:
         self._handles = {}
-        self._batched = 0
         self._batches.reset()
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = self.backward_passes_per_step
+        passes = self.backward_passes_per_step
+        for slot in self._slots:
+            slot.delay = passes
         for group in self._group_counts:
             self._group_counts[group] = 0
 
@@ -180,17 +188,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 continue
             self._requires_update.add(p)
             self._update_order.append(p)
-            name = self._parameter_names.get(p)
-            wire_name = None if name is None else b'allreduce.' + name.encode()
-            self._wire_names[p] = wire_name
-            self._wire_name_addresses[p] = name_address(wire_name)
-            self._grad_bytes[p] = p.numel() * p.element_size()
+            slot = _Slot(p, self.backward_passes_per_step, self._parameter_names.get(p))
+            self._slots.append(slot)
             if _HAS_POST_ACCUMULATE_GRAD_HOOK:
                 self._hook_handles.append(
-                    p.register_post_accumulate_grad_hook(_post_accumulate_hook(optimizer_ref)))
+                    p.register_post_accumulate_grad_hook(_post_accumulate_hook(optimizer_ref, slot)))
             else:
                 grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                grad_acc.register_hook(_grad_accumulator_hook(optimizer_ref, p))
+                grad_acc.register_hook(_grad_accumulator_hook(optimizer_ref, slot))
                 self._grad_accs.append(grad_acc)
         if self._hook_handles:
             weakref.finalize(self, _remove_hooks, self._hook_handles)
@@ -228,20 +233,21 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         ranks = getattr(self.process_set, 'ranks', None)
         return ranks[0] if ranks else 0
 
-    def _grad_ready(self, p: torch.Tensor) -> None:
+    def _grad_ready(self, slot: _Slot) -> None:
         """Runs once per parameter per backward pass: keep it short."""
-        delay = self._allreduce_delay[p]
+        delay = slot.delay
         if delay <= 0:
             raise AssertionError(_TOO_MANY_PASSES)
         delay -= 1
-        self._allreduce_delay[p] = delay
+        slot.delay = delay
         if delay > 0:
-            self._handles[p] = _NOT_REDUCED
+            self._handles[slot.param] = _NOT_REDUCED
         elif self._groups is None:
-            self._handles[p] = _BATCHED
-            self._batched += 1
-            self._batches.add(self, p, self._grad_bytes[p])
+            if self.backward_passes_per_step > 1:
+                self._handles.pop(slot.param, None)  # _NOT_REDUCED of the earlier passes
+            self._batches.add(self, slot)
         else:
+            p = slot.param
             group = self._p_to_group[p]
             ready = self._group_counts[group] + 1
             if ready < len(group):
@@ -307,12 +313,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         """Submits what the hooks did not: parameters without a gradient on this rank, and
         gradients whose backward_passes_per_step count was not reached."""
         if self._groups is None:
-            if self._batched < len(self._update_order):
-                for p in self._update_order:
-                    if self._handles.get(p, _NOT_REDUCED)[0] is None:
-                        self._handles[p] = _BATCHED
-                        self._batched += 1
-                        self._batches.ready.append(p)
+            ready = self._batches.ready
+            for slot in self._slots:
+                if slot.delay > 0:  # its hook did not fire, or fired fewer times than the passes
+                    if slot.delay < self.backward_passes_per_step:
+                        self._handles.pop(slot.param, None)  # _NOT_REDUCED
+                    slot.delay = 0
+                    ready.append(slot)
             self._batches.flush(self)
             return
         for group in self._group_counts:
@@ -320,7 +327,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 self._start_group(group)
 
     def _write_gradient(self, p: torch.Tensor, output, ctx) -> None:
-        self._allreduce_delay[p] = self.backward_passes_per_step
         if callable(output):  # sparse_allreduce_async's handle returns the reduced sparse tensor
             p.grad = output()
             return
@@ -337,7 +343,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         try:
             self._start_missing()
             self._batches.wait(self)
-            if self._batched < len(self._handles):
+            if self._handles:
                 self._synchronize_handles()
         finally:
             # After a failure too: the next step (or an elastic restore) starts from a clean slate.
@@ -347,8 +353,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _synchronize_handles(self) -> None:
         """The allreduces outside the batches: grouped ones, sparse gradients' allgathers."""
         for key, (handle, ctx) in self._handles.items():
-            if handle is False:  # _BATCHED: written back by self._batches.wait()
-                continue
             if isinstance(key, tuple):
                 outputs = synchronize_handle(handle)
                 for p, output, p_ctx in zip(key, outputs, ctx):
@@ -377,24 +381,24 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return super().step(closure)
 
     def zero_grad(self, *args, **kwargs):
-        if self._handles:
+        if self._handles or self._batches.busy():
             raise AssertionError(_ZERO_GRAD_PENDING)
         return super().zero_grad(*args, **kwargs)
 
 
-def _post_accumulate_hook(optimizer_ref):
-    def hook(p):
+def _post_accumulate_hook(optimizer_ref, slot):
+    def hook(_):
         optimizer = optimizer_ref()
         if optimizer is not None:
-            optimizer._grad_ready(p)
+            optimizer._grad_ready(slot)
     return hook
 
 
-def _grad_accumulator_hook(optimizer_ref, p):
+def _grad_accumulator_hook(optimizer_ref, slot):
     def hook(*_):
         optimizer = optimizer_ref()
         if optimizer is not None:
-            optimizer._grad_ready(p)
+            optimizer._grad_ready(slot)
     return hook
 
 
