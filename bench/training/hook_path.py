@@ -12,7 +12,13 @@ compute-only time, so
 
 The four measurements alternate within each round (--rounds), so all of them see the same speed
 spells of a shared machine; the medians over rounds are printed by rank 0, one JSON line at the
-end. Start it under a launcher, e.g.
+end. Each measurement also takes the training thread's CPU time (time.thread_time): on a machine
+more loaded than it has cores, wall time mostly measures the scheduler, while
+
+    cpu_per_gradient = (cpu(many) - cpu(many compute-only) - cpu(one) + cpu(one compute-only)) / 255
+
+still says what each extra gradient costs the thread that runs backward (hooks, hand-over, waits;
+with inline cycles also the engine work that thread does). Start it under a launcher, e.g.
 
     mpirun -np 2 --bind-to none /usr/bin/python3 bench/training/hook_path.py
     build/bin/korovodrun -np 2 /usr/bin/python3 bench/training/hook_path.py --rounds 9
@@ -55,16 +61,18 @@ class Model(torch.nn.Module):
         return sum(w.sum() for w in self.weights)
 
 
-def timed(step, steps: int, warmup: int) -> float:
-    """Seconds per step, between two barriers, so every rank's time covers the same steps."""
+def timed(step, steps: int, warmup: int):
+    """(wall, thread CPU) seconds per step; the wall time between two barriers, so every rank's
+    time covers the same steps."""
     for _ in range(warmup):
         step()
     hvd.barrier()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.thread_time()
     for _ in range(steps):
         step()
+    cpu = time.thread_time() - cpu_start
     hvd.barrier()
-    return (time.perf_counter() - start) / steps
+    return (time.perf_counter() - start) / steps, cpu / steps
 
 
 def measurements(args):
@@ -102,11 +110,16 @@ def main(argv=None) -> int:
     hvd.init()
     steps = measurements(args)
     samples = {name: [] for name in steps}
+    cpu = {name: [] for name in steps}
     for r in range(args.rounds):
         order = list(steps) if r % 2 == 0 else list(reversed(steps))
         for name in order:
-            samples[name].append(timed(steps[name], args.steps, args.warmup))
+            wall, thread_cpu = timed(steps[name], args.steps, args.warmup)
+            samples[name].append(wall)
+            cpu[name].append(thread_cpu)
     med = {name: statistics.median(v) * 1e6 for name, v in samples.items()}
+    cpu_med = {name: statistics.median(v) * 1e6 for name, v in cpu.items()}
+    cpu_extra = (cpu_med["many"] - cpu_med["many_compute"]) - (cpu_med["one"] - cpu_med["one_compute"])
     comm_many = med["many"] - med["many_compute"]
     comm_one = med["one"] - med["one_compute"]
     per_round = [(m - mc) / (o - oc) for m, mc, o, oc in
@@ -118,6 +131,8 @@ def main(argv=None) -> int:
             "communication_us": {"many": round(comm_many, 1), "one": round(comm_one, 1)},
             "ratio_many_over_one": round(comm_many / comm_one, 3),
             "ratio_per_round": [round(x, 3) for x in per_round],
+            "thread_cpu_us": {k: round(v, 1) for k, v in cpu_med.items()},
+            "cpu_per_gradient_us": round(cpu_extra / max(args.tensors - 1, 1), 2),
         }))
     hvd.shutdown()
     return 0
