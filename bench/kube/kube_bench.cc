@@ -243,7 +243,7 @@ int run(const Flags& f) {
   // Counts the initial adds: the informer delivers them after marking itself synced, and only
   // once they are all delivered has it let go of the list it synced from (see (c)).
   std::atomic<int64_t> adds{0};
-  informer.on_add([&adds](const kube::Object&) { adds.fetch_add(1, std::memory_order_relaxed); });
+  informer.on_add([&adds](const kube::ObjectEvent&) { adds.fetch_add(1, std::memory_order_relaxed); });
 
   cpu0 = cpu_seconds();
   const auto sync_start = SteadyClock::now();

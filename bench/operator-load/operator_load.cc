@@ -304,8 +304,9 @@ int run(const Args& a) {
     kube::InformerOptions io;
     io.watcher.ns = ns;
     auto inf = std::make_unique<kube::Informer>(*admin, r, io, clock);
-    inf->on_add(on_object);
-    inf->on_update([on_object](const kube::Object&, const kube::Object& o) { on_object(o); });
+    inf->on_add([on_object](const kube::ObjectEvent& e) { on_object(e.object()); });
+    inf->on_update(
+        [on_object](const kube::ObjectEvent&, const kube::ObjectEvent& e) { on_object(e.object()); });
     inf->start();
     informers.push_back(std::move(inf));
   };

@@ -92,27 +92,27 @@ void Manager::add_informer(const kube::Resource& r, const std::string& ns) {
   };
   auto inf = std::make_unique<kube::Informer>(client_, r, io, clock_);
   if (r == mpijob::kMPIJobs) {
-    inf->on_add([this](const kube::Object& o) { queue_.add(kube::object_key(o)); });
-    inf->on_update([this](const kube::Object& old_obj, const kube::Object& new_obj) {
-      if (kube::resource_version_of(old_obj) == kube::resource_version_of(new_obj)) return;
-      queue_.add(kube::object_key(new_obj));
+    inf->on_add([this](const kube::ObjectEvent& e) { queue_.add(std::string(e.key())); });
+    inf->on_update([this](const kube::ObjectEvent& old_obj, const kube::ObjectEvent& new_obj) {
+      if (old_obj.resource_version() == new_obj.resource_version()) return;
+      queue_.add(std::string(new_obj.key()));
     });
-    inf->on_delete([this](const kube::Object& o) {
-      metrics_->remove_job_info(kube::namespace_of(o), kube::name_of(o));
+    inf->on_delete([this](const kube::ObjectEvent& e) {
+      metrics_->remove_job_info(std::string(e.ns()), std::string(e.name()));
     });
   } else if (r.namespaced) {
     const bool is_pod = r == kube::resources::kPods;
-    inf->on_add([this, is_pod](const kube::Object& o) { enqueue_owner(o, is_pod); });
-    inf->on_update([this, is_pod](const kube::Object& old_obj, const kube::Object& new_obj) {
-      if (kube::resource_version_of(old_obj) == kube::resource_version_of(new_obj)) return;
+    inf->on_add([this, is_pod](const kube::ObjectEvent& e) { enqueue_owner(e, is_pod); });
+    inf->on_update([this, is_pod](const kube::ObjectEvent& old_obj, const kube::ObjectEvent& new_obj) {
+      if (old_obj.resource_version() == new_obj.resource_version()) return;
       enqueue_owner(new_obj, is_pod);
     });
-    inf->on_delete([this, is_pod](const kube::Object& o) { enqueue_owner(o, is_pod); });
+    inf->on_delete([this, is_pod](const kube::ObjectEvent& e) { enqueue_owner(e, is_pod); });
   }
   informers_.push_back(std::move(inf));
 }
 
-void Manager::enqueue_owner(const kube::Object& obj, bool is_pod) {
+void Manager::enqueue_owner(const kube::ObjectEvent& obj, bool is_pod) {
   JobLookup jobs;
   if (is_pod) {
     jobs = [this](const std::string& ns, const std::string& name) {

@@ -64,7 +64,7 @@ class Manager {
 
  private:
   void add_informer(const kube::Resource& r, const std::string& ns);
-  void enqueue_owner(const kube::Object& obj, bool is_pod);
+  void enqueue_owner(const kube::ObjectEvent& obj, bool is_pod);
   void worker();
   void process(const std::string& key);
 

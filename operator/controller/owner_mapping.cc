@@ -4,33 +4,22 @@
 #include "mpijob/types.h"
 
 namespace controller {
-namespace {
 
-const kube::Object* controller_ref(const kube::Object& obj) {
-  auto md = obj.find("metadata");
-  if (md == obj.end()) return nullptr;
-  auto refs = md->find("ownerReferences");
-  if (refs == md->end() || !refs->is_array()) return nullptr;
-  for (const auto& r : *refs) {
-    if (r.value("controller", false)) return &r;
-  }
-  return nullptr;
-}
-
-}  // namespace
-
-std::optional<std::string> owning_mpijob_key(const kube::Object& obj, const JobLookup& jobs) {
-  const kube::Object* ref = controller_ref(obj);
+std::optional<std::string> owning_mpijob_key(const kube::ObjectEvent& obj, const JobLookup& jobs) {
+  const std::optional<kube::OwnerRef> ref = obj.controller();
   if (!ref) return std::nullopt;
-  const std::string ns = kube::namespace_of(obj);
-  const std::string api = ref->value("apiVersion", ""), kind = ref->value("kind", "");
-  if (kind == "Job" && api == "batch/v1" && jobs) {
-    auto job = jobs(ns, ref->value("name", ""));
-    if (!job || kube::uid_of(*job) != ref->value("uid", "")) return std::nullopt;
+  const std::string ns(obj.ns()), name(ref->name);
+  if (ref->kind == "Job" && ref->api_version == "batch/v1" && jobs) {
+    auto job = jobs(ns, name);
+    if (!job || kube::uid_of(*job) != ref->uid) return std::nullopt;
     return owning_mpijob_key(*job, nullptr);
   }
-  if (kind != mpijob::kKind || api != mpijob::kApiVersion) return std::nullopt;
-  return kube::object_key(ns, ref->value("name", ""));
+  if (ref->kind != mpijob::kKind || ref->api_version != mpijob::kApiVersion) return std::nullopt;
+  return kube::object_key(ns, name);
+}
+
+std::optional<std::string> owning_mpijob_key(const kube::Object& obj, const JobLookup& jobs) {
+  return owning_mpijob_key(kube::ObjectEvent(obj), jobs);
 }
 
 }  // namespace controller

@@ -2,7 +2,6 @@
 
 #include <stdexcept>
 
-#include "kube/object_meta.h"
 
 namespace kube {
 
@@ -66,17 +65,9 @@ void Informer::report(const std::exception& e) {
 }
 
 void Informer::apply(WatcherEvent ev) {
-  // Each handler call is guarded alone, so one throwing handler does not starve the others.
-  auto guarded = [this](auto&& call) {
-    try {
-      call();
-    } catch (const std::exception& e) {
-      report(e);
-    }
-  };
   switch (ev.type) {
     case WatcherEvent::Type::Restarted: {
-      // Synced as soon as the store holds the list; the changes are decoded for the handlers
+      // Synced as soon as the store holds the list; the changes are collected for the handlers
       // after that, and only when there are handlers.
       const bool report =
           !add_handlers_.empty() || !update_handlers_.empty() || !delete_handlers_.empty();
@@ -85,35 +76,39 @@ void Informer::apply(WatcherEvent ev) {
         synced_ = true;
         synced_cv_.notify_all();
       };
-      const Store::Diff diff = ev.in_sink
-                                   ? store_.commit_relist(report, mark_synced)
-                                   : store_.replace(std::move(ev.objects), report, mark_synced);
-      for (const auto& o : diff.deleted)
-        for (auto& h : delete_handlers_) guarded([&] { h(o); });
-      for (const auto& o : diff.added)
-        for (auto& h : add_handlers_) guarded([&] { h(o); });
-      for (const auto& [old_obj, new_obj] : diff.updated)
-        for (auto& h : update_handlers_) guarded([&] { h(old_obj, new_obj); });
+      dispatch(ev.in_sink ? store_.commit_relist(report, mark_synced)
+                          : store_.replace(std::move(ev.objects), report, mark_synced));
       return;
     }
-    case WatcherEvent::Type::Applied: {
-      const auto old = store_.upsert(ev.object);
-      // Handlers see what the store holds (managedFields stripped, transformed).
-      const Object now = *store_.get_by_key(object_key(ev.object));
-      if (old) {
-        for (auto& h : update_handlers_) guarded([&] { h(*old, now); });
-      } else {
-        for (auto& h : add_handlers_) guarded([&] { h(now); });
-      }
+    case WatcherEvent::Type::Applied:
+      dispatch(store_.upsert(ev.object));
       return;
-    }
     case WatcherEvent::Type::Deleted: {
       store_.erase(ev.object);
       // The event carries the server's final state, newer than the cached one.
-      for (auto& h : delete_handlers_) guarded([&] { h(ev.object); });
+      Store::Diff diff;
+      diff.deleted.emplace_back(ev.object);
+      dispatch(diff);
       return;
     }
   }
+}
+
+void Informer::dispatch(const Store::Diff& diff) {
+  // Each handler call is guarded alone, so one throwing handler does not starve the others.
+  auto guarded = [this](auto&& call) {
+    try {
+      call();
+    } catch (const std::exception& e) {
+      report(e);
+    }
+  };
+  for (const auto& e : diff.deleted)
+    for (auto& h : delete_handlers_) guarded([&] { h(e); });
+  for (const auto& e : diff.added)
+    for (auto& h : add_handlers_) guarded([&] { h(e); });
+  for (const auto& [old_obj, new_obj] : diff.updated)
+    for (auto& h : update_handlers_) guarded([&] { h(old_obj, new_obj); });
 }
 
 }  // namespace kube

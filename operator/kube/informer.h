@@ -3,9 +3,12 @@
 //
 // Register handlers before start(). Handlers run on the informer thread, one at a time; an
 // exception from a handler is reported through WatcherOptions::on_error and swallowed, so one
-// bad handler cannot stop the cache. Handlers see objects as the store keeps them (by default
-// without metadata.managedFields); on_delete gets the server's final state. A relist reports new objects as adds, changed ones
-// (different resourceVersion) as updates and vanished ones as deletes.
+// bad handler cannot stop the cache. Handlers get ObjectEvents (store.h): the key,
+// resourceVersion and owner references read from the store's entry, and object() decoded only
+// when a handler asks for it, as the store keeps it (by default without
+// metadata.managedFields); a watch deletion's object() is the server's final state. An event
+// is valid during the call only. A relist reports new objects as adds, changed ones (different
+// resourceVersion) as updates and vanished ones as deletes.
 #pragma once
 
 #include <chrono>
@@ -29,9 +32,9 @@ struct InformerOptions {
 
 class Informer {
  public:
-  using AddHandler = std::function<void(const Object&)>;
-  using UpdateHandler = std::function<void(const Object& old_obj, const Object& new_obj)>;
-  using DeleteHandler = std::function<void(const Object&)>;
+  using AddHandler = std::function<void(const ObjectEvent&)>;
+  using UpdateHandler = std::function<void(const ObjectEvent& old_obj, const ObjectEvent& new_obj)>;
+  using DeleteHandler = std::function<void(const ObjectEvent&)>;
 
   Informer(Client& client, Resource resource, InformerOptions options, Clock& clock);
   ~Informer();  // stops and joins
@@ -53,6 +56,7 @@ class Informer {
  private:
   void run();
   void apply(WatcherEvent ev);
+  void dispatch(const Store::Diff& diff);
   void report(const std::exception& e);
 
   // Constant after construction.

@@ -40,12 +40,12 @@ class InformerTest : public ::testing::Test {
  protected:
   InformerTest() { opts.watcher.ns = "ns"; }
   void wire(Informer& inf) {
-    inf.on_add([this](const Object& o) { rec.add("add " + name_of(o)); });
-    inf.on_update([this](const Object& a, const Object& b) {
-      rec.add("update " + name_of(a) + " " + resource_version_of(a) + "->" +
-              resource_version_of(b));
+    inf.on_add([this](const ObjectEvent& e) { rec.add("add " + std::string(e.name())); });
+    inf.on_update([this](const ObjectEvent& a, const ObjectEvent& b) {
+      rec.add("update " + std::string(a.name()) + " " + std::string(a.resource_version()) +
+              "->" + std::string(b.resource_version()));
     });
-    inf.on_delete([this](const Object& o) { rec.add("delete " + name_of(o)); });
+    inf.on_delete([this](const ObjectEvent& e) { rec.add("delete " + std::string(e.name())); });
   }
   FakeClock clock;
   MemoryClient client{clock};
@@ -100,6 +100,57 @@ TEST_F(InformerTest, RelistSynthesizesDeletesForVanishedObjects) {
   EXPECT_EQ(inf.store().keys(), (std::vector<std::string>{"ns/stays"}));
 }
 
+// Handlers read the key, version and owners from the store's entry; object() decodes the
+// object as the store keeps it (managedFields stripped) only when asked; a watch deletion's
+// object() is the server's final state.
+TEST_F(InformerTest, HandlersGetKeyVersionOwnersAndTheObjectOnRequest) {
+  Object pod = named("a");
+  pod["metadata"]["ownerReferences"] = {
+      {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", "n"}, {"uid", "u-node"}},
+      {{"apiVersion", "batch/v1"}, {"kind", "Job"}, {"name", "j"}, {"uid", "u-job"},
+       {"controller", true}}};
+  pod["metadata"]["managedFields"] = {{{"manager", "m"}}};
+  pod["spec"] = {{"nodeName", "n"}};
+  pod = client.create(kPods, "ns", pod);
+  auto describe = [](const char* what, const ObjectEvent& e, bool decode) {
+    std::string s = std::string(what) + " " + std::string(e.key()) + "@" +
+                    std::string(e.resource_version());
+    for (const OwnerRef& r : e.owners()) s += " " + std::string(r.kind) + "/" + std::string(r.name);
+    if (const auto c = e.controller()) s += " controller=" + std::string(c->uid);
+    if (decode) {
+      const Object& o = e.object();
+      s += " spec=" + o["spec"].dump() + " managedFields=" +
+           (o["metadata"].contains("managedFields") ? "kept" : "stripped");
+    }
+    return s;
+  };
+  Informer inf(client, kPods, opts, clock);
+  inf.on_add([&](const ObjectEvent& e) { rec.add(describe("add", e, true)); });
+  inf.on_update([&](const ObjectEvent& a, const ObjectEvent& b) {
+    rec.add(describe("update", a, false) + " -> " + describe("", b, true));
+  });
+  inf.on_delete([&](const ObjectEvent& e) { rec.add(describe("delete", e, true)); });
+  inf.start();
+  ASSERT_TRUE(inf.wait_for_sync(milliseconds(5000)));
+  const std::string rv1 = resource_version_of(pod);
+  pod["spec"]["nodeName"] = "m";
+  pod["metadata"]["ownerReferences"].erase(0);
+  pod = client.update(kPods, "ns", pod);
+  client.remove(kPods, "ns", "a", {});
+  const auto calls = rec.wait_for(3);
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0], "add ns/a@" + rv1 +
+                          R"( Node/n Job/j controller=u-job spec={"nodeName":"n"} managedFields=stripped)");
+  EXPECT_EQ(calls[1], "update ns/a@" + rv1 + " Node/n Job/j controller=u-job ->  ns/a@" +
+                          resource_version_of(pod) +
+                          R"( Job/j controller=u-job spec={"nodeName":"m"} managedFields=stripped)");
+  // The server's final state (its managedFields too), not the store's.
+  EXPECT_EQ(calls[2].rfind("delete ns/a@", 0), 0u) << calls[2];
+  EXPECT_NE(calls[2].find(R"( Job/j controller=u-job spec={"nodeName":"m"} managedFields=kept)"),
+            std::string::npos)
+      << calls[2];
+}
+
 TEST_F(InformerTest, ThrowingHandlerDoesNotStopTheInformer) {
   std::vector<std::string> errors;
   std::mutex errors_mu;
@@ -108,7 +159,7 @@ TEST_F(InformerTest, ThrowingHandlerDoesNotStopTheInformer) {
     errors.push_back(e);
   };
   Informer inf(client, kPods, opts, clock);
-  inf.on_add([](const Object&) { throw std::runtime_error("handler bug"); });
+  inf.on_add([](const ObjectEvent&) { throw std::runtime_error("handler bug"); });
   wire(inf);
   inf.start();
   client.create(kPods, "ns", named("a"));

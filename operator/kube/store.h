@@ -3,9 +3,11 @@
 // swaps it in atomically, reporting objects that vanished as deletions.
 //
 // Memory is kept modest on purpose (it is benchmarked against client-go): each object is one
-// allocation holding its key, resourceVersion, labels, owner uids and a MessagePack body
+// allocation holding its key, resourceVersion, labels, owner references and a MessagePack body
 // without what those already say (decoded on read, the object restored exactly);
-// metadata.managedFields is dropped by default, and indexes hold pointers to entries.
+// metadata.managedFields is dropped by default, and indexes hold pointers to entries. The
+// pieces: store_entry.h (the entry), entry_builder.h (the one encoder, for Objects and for list
+// pages), store_index.h (the indexes), store_relist.cc (list pages), this file (the API).
 #pragma once
 
 #include <functional>
@@ -19,9 +21,47 @@
 
 #include "kube/client.h"
 #include "kube/label_selector.h"
-#include "kube/store_detail.h"
+#include "kube/store_entry.h"
 
 namespace kube {
+
+namespace store_detail {
+class EntryBuilder;
+class StoreIndex;
+}  // namespace store_detail
+
+class Store;
+
+// One object of a change the store reports (Store::Diff, the informer's handlers): its key,
+// resourceVersion and owner references come from the entry's header without decoding the
+// object; object() decodes it on first use. Valid while the Diff holding it lives, and for a
+// new state only until the store's next write (handlers: during the call).
+class ObjectEvent {
+ public:
+  // An event for obj itself (the informer's watch deletions: the server's final state).
+  explicit ObjectEvent(const Object& obj);
+  ObjectEvent(ObjectEvent&&) noexcept;
+  ObjectEvent& operator=(ObjectEvent&&) noexcept;
+  ~ObjectEvent();
+
+  std::string_view key() const { return entry_->key(); }  // "ns/name" or "name"
+  std::string_view ns() const { return entry_->ns(); }
+  std::string_view name() const { return entry_->name(); }
+  std::string_view resource_version() const { return entry_->resource_version(); }
+  std::vector<OwnerRef> owners() const;
+  std::optional<OwnerRef> controller() const;  // the reference with controller: true
+  const Object& object() const;
+
+ private:
+  friend class Store;
+  ObjectEvent(const store_detail::Entry* e, const Store* store) : entry_(e), store_(store) {}
+
+  const store_detail::Entry* entry_;
+  const Store* store_ = nullptr;          // decodes entry_; null with given_
+  const Object* given_ = nullptr;
+  store_detail::EntryPtr header_;         // entry_ when made from given_
+  mutable std::optional<Object> decoded_;
+};
 
 struct StoreOptions {
   bool strip_managed_fields = true;
@@ -48,24 +88,28 @@ class Store {
   // Bytes held by entries and indexes (approximate; for the memory benchmark and metrics).
   size_t approx_bytes() const;
 
-  // --- Writes: the single writer. ---
-  // Adds or replaces obj; returns the previous state if there was one.
-  std::optional<Object> upsert(const Object& obj);
-  // Removes obj's key; returns the previous state if there was one.
-  std::optional<Object> erase(const Object& obj);
-
+  // --- Writes: the single writer. Each reports what changed. ---
   struct Diff {
-    std::vector<Object> added;
-    std::vector<std::pair<Object, Object>> updated;  // (old, new); unchanged versions skipped
-    std::vector<Object> deleted;                     // last known state of vanished objects
+    std::vector<ObjectEvent> added;
+    std::vector<std::pair<ObjectEvent, ObjectEvent>> updated;  // (old, new); same versions skipped
+    std::vector<ObjectEvent> deleted;                          // last known state
+    Diff();
+    Diff(Diff&&) noexcept;
+    ~Diff();
+
+   private:
+    friend class Store;
+    std::unique_ptr<store_detail::StoreIndex> old_;  // holds the old and deleted entries
+    store_detail::EntryPtr replaced_;
   };
-  // Atomically replaces the whole content with `objects` (a relist).
-  Diff replace(const std::vector<Object>& objects);
-  Diff replace(std::vector<Object>&& objects);  // no copy of the objects
-  // The informer's form: `swapped` (optional) runs as soon as the new content is visible to
-  // readers, before the Diff's objects are decoded; with report = false they are not decoded
-  // at all and the Diff comes back empty.
-  Diff replace(std::vector<Object>&& objects, bool report, const std::function<void()>& swapped);
+  // Adds or replaces obj: one added, or one updated (whatever the versions).
+  Diff upsert(const Object& obj);
+  // Removes obj's key: one deleted (the cached state), or nothing.
+  Diff erase(const Object& obj);
+  // Atomically replaces the whole content with `objects` (a relist). `swapped` (optional) runs
+  // as soon as the new content is visible to readers; with report = false the Diff is empty.
+  Diff replace(std::vector<Object> objects, bool report = true,
+               const std::function<void()>& swapped = {});
 
   // --- The informer's relist from raw list pages (Client::list_raw); the writer only. ---
   // Each page's items go straight into entries in one SAX pass over the JSON (store_relist.cc),
@@ -81,37 +125,28 @@ class Store {
   Diff commit_relist(bool report, const std::function<void()>& swapped);
 
  private:
-  struct Entry;
-  struct EntryBlock;
-  struct EntryDeleter {
-    void operator()(Entry* e) const;
-  };
-  using EntryPtr = std::unique_ptr<Entry, EntryDeleter>;
-  struct State;
+  friend class ObjectEvent;
+  using Entry = store_detail::Entry;
+  using EntryPtr = store_detail::EntryPtr;
   class PageDecoder;  // store_relist.cc
-  // Strips, transforms (in place: `obj` is left stripped) and packs; the writer only.
-  EntryPtr make_entry(Object& obj);
-  // One allocation holding `parts` (see Entry).
-  static EntryPtr build_entry(const store_detail::EntryParts& parts);
+  // Strips, transforms and encodes obj; the writer only.
+  EntryPtr make_entry(const Object& obj);
   // Records the store's TypeMeta on first use (see kind_); true when kind/apiVersion are it.
   bool is_store_type(std::string_view kind, std::string_view api_version);
-  // replace()'s second half: indexes `made`, swaps it in and reports the changes.
+  // Indexes `made`, swaps it in and reports the changes.
   Diff swap_in(std::vector<EntryPtr> made, bool report, const std::function<void()>& swapped);
-  // Moves a relist's entries into a few contiguous blocks (see EntryBlock in store.cc).
-  static std::vector<EntryPtr> pack_into_blocks(std::vector<EntryPtr> entries);
-  Object decode(const Entry* e) const;
+  Object decode(const Entry* e) const { return e->decode(kind_, api_version_); }
   std::vector<Object> decode_sorted(std::vector<const Entry*> entries) const;
   std::vector<Object> owned(const std::string& uid, bool controller_only) const;
 
   const StoreOptions options_;          // constant after construction
   mutable std::shared_mutex mu_;
-  std::unique_ptr<State> state_;        // GUARDED_BY(mu_)
+  std::unique_ptr<store_detail::StoreIndex> state_;  // GUARDED_BY(mu_)
   // The kind/apiVersion of the first typed object stored: entries of that type leave them out
   // of their body. Set once by the writer (under mu_), constant afterwards.
   std::string kind_, api_version_;
   bool type_set_ = false;
-  // make_entry's MessagePack buffer, kept between calls (writer only): no allocation per object.
-  std::vector<uint8_t> pack_scratch_;
+  std::unique_ptr<store_detail::EntryBuilder> builder_;  // the writer's; reused for each entry
   // The relist being decoded page by page (writer only).
   Resource relist_resource_;
   std::vector<EntryPtr> relist_;

@@ -146,9 +146,10 @@ TEST(StoreRelist, BeginDropsAnUnfinishedRelistAndCommitReportsTheDiff) {
   const Store::Diff d = s.commit_relist(true, {});
   EXPECT_EQ(s.keys(), std::vector<std::string>{"ns/new"});
   ASSERT_EQ(d.added.size(), 1u);
-  EXPECT_EQ(name_of(d.added[0]), "new");
+  EXPECT_EQ(d.added[0].name(), "new");
   ASSERT_EQ(d.deleted.size(), 1u);
-  EXPECT_EQ(name_of(d.deleted[0]), "old");
+  EXPECT_EQ(d.deleted[0].name(), "old");
+  EXPECT_EQ(d.deleted[0].object(), Object::parse(R"({"metadata":{"name":"old","namespace":"ns","resourceVersion":"1"}})"));
 }
 
 std::string error_of(const std::string& body) {
@@ -259,7 +260,7 @@ TEST(StoreRelist, InformerSyncsThroughRawPagesAsThroughObjects) {
     o.watcher.page_size = 3;  // three pages
     Informer inf(c, kConfigMaps, std::move(o), clock);
     std::vector<std::string> added;
-    inf.on_add([&](const Object& obj) { added.push_back(name_of(obj)); });
+    inf.on_add([&](const ObjectEvent& e) { added.emplace_back(e.name()); });
     inf.start();
     EXPECT_TRUE(inf.wait_for_sync(std::chrono::seconds(5)));
     std::vector<Object> objects = inf.store().list();

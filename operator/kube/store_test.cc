@@ -29,9 +29,18 @@ std::vector<std::string> names(const std::vector<Object>& objs) {
   return out;
 }
 
+std::vector<std::string> names(const std::vector<ObjectEvent>& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events) out.emplace_back(e.name());
+  return out;
+}
+
 TEST(Store, GetReturnsWhatWasUpserted) {
   Store s;
-  EXPECT_FALSE(s.upsert(obj("ns", "a", {{"x", "1"}})).has_value());
+  const Store::Diff d = s.upsert(obj("ns", "a", {{"x", "1"}}));
+  ASSERT_EQ(d.added.size(), 1u);
+  EXPECT_TRUE(d.updated.empty());
+  EXPECT_EQ(d.added[0].key(), "ns/a");
   const auto got = s.get("ns", "a");
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ((*got)["metadata"]["labels"]["x"], "1");
@@ -42,9 +51,11 @@ TEST(Store, GetReturnsWhatWasUpserted) {
 TEST(Store, UpsertReturnsPreviousState) {
   Store s;
   s.upsert(obj("ns", "a", {{"v", "1"}}));
-  const auto old = s.upsert(obj("ns", "a", {{"v", "2"}}));
-  ASSERT_TRUE(old.has_value());
-  EXPECT_EQ((*old)["metadata"]["labels"]["v"], "1");
+  const Store::Diff d = s.upsert(obj("ns", "a", {{"v", "2"}}));
+  ASSERT_EQ(d.updated.size(), 1u);
+  EXPECT_TRUE(d.added.empty());
+  EXPECT_EQ(d.updated[0].first.object()["metadata"]["labels"]["v"], "1");
+  EXPECT_EQ(d.updated[0].second.object()["metadata"]["labels"]["v"], "2");
   EXPECT_EQ((*s.get("ns", "a"))["metadata"]["labels"]["v"], "2");
   EXPECT_EQ(s.size(), 1u);
 }
@@ -52,8 +63,8 @@ TEST(Store, UpsertReturnsPreviousState) {
 TEST(Store, EraseRemovesFromEveryIndex) {
   Store s;
   s.upsert(owned("a", "u1", true));
-  EXPECT_TRUE(s.erase(obj("ns", "a")).has_value());
-  EXPECT_FALSE(s.erase(obj("ns", "a")).has_value());
+  EXPECT_EQ(names(s.erase(obj("ns", "a")).deleted), std::vector<std::string>{"a"});
+  EXPECT_TRUE(s.erase(obj("ns", "a")).deleted.empty());
   EXPECT_TRUE(s.list("ns").empty());
   EXPECT_TRUE(s.by_owner("u1").empty());
 }
@@ -121,8 +132,11 @@ TEST(Store, ReplaceSwapsContentAndReportsDiff) {
                                obj("ns", "new", {{"app", "web"}}, "3")});
   EXPECT_EQ(names(diff.added), (std::vector<std::string>{"new"}));
   ASSERT_EQ(diff.updated.size(), 1u);
-  EXPECT_EQ(resource_version_of(diff.updated[0].first), "1");
-  EXPECT_EQ(resource_version_of(diff.updated[0].second), "2");
+  EXPECT_EQ(diff.updated[0].first.resource_version(), "1");
+  EXPECT_EQ(diff.updated[0].second.resource_version(), "2");
+  EXPECT_EQ(resource_version_of(diff.updated[0].first.object()), "1");
+  EXPECT_EQ(diff.updated[0].second.object(), *s.get("ns", "changed"));
+  EXPECT_EQ(diff.deleted[0].object(), obj("ns", "vanished", {}, "1"));
   EXPECT_EQ(names(diff.deleted), (std::vector<std::string>{"vanished"}));
   EXPECT_EQ(s.keys(), (std::vector<std::string>{"ns/changed", "ns/kept", "ns/new"}));
   EXPECT_EQ(s.list("", LabelSelector::parse("app=web")).size(), 1u);

@@ -38,9 +38,9 @@ TEST(InformerIntegrationTest, StoreConvergesWithTheApiAfterAThousandChanges) {
   o.watcher.page_size = 100;  // the initial list takes several pages
   std::atomic<int> adds{0}, updates{0}, deletes{0};
   Informer informer(*client, resources::kConfigMaps, o, clock);
-  informer.on_add([&](const Object&) { ++adds; });
-  informer.on_update([&](const Object&, const Object&) { ++updates; });
-  informer.on_delete([&](const Object&) { ++deletes; });
+  informer.on_add([&](const ObjectEvent&) { ++adds; });
+  informer.on_update([&](const ObjectEvent&, const ObjectEvent&) { ++updates; });
+  informer.on_delete([&](const ObjectEvent&) { ++deletes; });
   informer.start();
   ASSERT_TRUE(informer.wait_for_sync(30s));
   EXPECT_EQ(informer.store().size(), 51u);  // ours + kube-root-ca.crt
