@@ -66,6 +66,8 @@ class Store::PageDecoder {
   void outside_scalar() {
     if (frames_.empty()) throw invalid("the body is not a JSON object");
     if (frames_.back() == Role::Items) throw not_an_object();
+    if (frames_.back() == Role::Root && pending_key_ == "items")
+      throw invalid("items is not an array");
   }
   ApiError not_an_object() const {
     return invalid("item " + std::to_string(item_index_) + " is not an object");

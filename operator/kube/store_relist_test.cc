@@ -172,6 +172,10 @@ TEST(StoreRelist, ItemsWithoutMetadataOrNameAreErrorsNamingTheField) {
   EXPECT_NE(error_of(page(R"({"metadata":{"name":7}})")).find("metadata.name"), std::string::npos);
   EXPECT_NE(error_of(page("3")).find("item 0 is not an object"), std::string::npos);
   EXPECT_NE(error_of(R"({"items":{}})").find("items is not an array"), std::string::npos);
+  for (const char* scalar : {"\"x\"", "null", "1", "true"})
+    EXPECT_NE(error_of(std::string(R"({"items":)") + scalar + "}").find("items is not an array"),
+              std::string::npos)
+        << scalar;
   EXPECT_NE(error_of("[]").find("not a JSON object"), std::string::npos);
 }
 
