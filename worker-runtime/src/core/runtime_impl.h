@@ -15,6 +15,7 @@
 #include "core/executor.h"
 #include "core/logger.h"
 #include "core/process_set.h"
+#include "core/timed_mutex.h"
 #include "core/watchdog.h"
 
 namespace korovod {
@@ -134,8 +135,9 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   // One negotiation cycle at a time, whichever thread runs it: cycles are collectives matched
   // by order across ranks, not by thread, so a waiting caller may run them instead of the
   // background thread. Everything "background thread only" is guarded by it in effect. Timed:
-  // a caller with a deadline gives up waiting for it (lock_cycle_until).
-  std::timed_mutex cycle_mu_;
+  // a caller with a deadline gives up waiting for it (lock_cycle_until). A TimedMutex rather than
+  // std::timed_mutex so that ThreadSanitizer sees its timed lock (core/timed_mutex.h).
+  TimedMutex cycle_mu_;
   // The cycle in progress, between its steps: each process set's negotiation, then each of its
   // responses in order. Kept when a caller's thread gives up on a ready event mid-cycle
   // (Executor::execute), so that another thread -- the background one, woken for it, or the
