@@ -7,10 +7,7 @@
 #include <sstream>
 
 #include "korovod/tcp.h"
-#ifdef KOROVOD_HAVE_NCCL
-#include "transport/nccl/nccl_provider.h"
-#endif
-#include "transport/shm/shm_provider.h"
+#include "transport/assembly/data_planes.h"
 #include "transport/tcp/elastic.h"
 #include "transport/tcp/tcp_provider.h"
 #include "transport/tcp/tcp_transport.h"
@@ -144,43 +141,18 @@ Result<TcpWorldConfig> parse_tcp_world(const EnvMap& env) {
 
 Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& world,
                                            std::vector<std::vector<int>> process_sets) {
-  if (config.cpu_operations == "mpi") {
-    return Status::invalid_argument("KOROVOD_CPU_OPERATIONS=mpi, but the runtime was started without MPI");
-  }
+  // Before the rendezvous: no peer waits there for a start this Config already dooms.
+  KOROVOD_RETURN_IF_ERROR(check_data_planes(config, ControlPlaneKind::kTcp));
   Result<std::shared_ptr<tcp::TcpTransportProvider>> transport =
       tcp::TcpTransportProvider::create(world, config.tcp_iface, tcp::warning_log(config, world.rank));
   if (!transport.is_ok()) return transport.status();
   RuntimeOptions options;
   options.config = std::move(config);
   options.transport = *transport;
-  tcp::TcpOptions tcp_options;
-  tcp_options.iface = options.config.tcp_iface;
-  tcp_options.segment_bytes = options.config.tcp_segment_bytes;
-  tcp_options.timeout_seconds = options.config.collective_timeout_seconds;
-  tcp_options.hierarchical_allreduce = options.config.hierarchical_allreduce;
-  tcp_options.host_id = world.host_id;
-  tcp_options.shm_geometry = shm::geometry_from(options.config);
-  tcp_options.auth = (*transport)->auth();
-  tcp_options.family = (*transport)->mesh_family();
-  auto tcp_backends = std::make_shared<tcp::TcpBackendProvider>(*transport, tcp_options);
-#ifdef KOROVOD_HAVE_NCCL
-  // GPU tensors: NCCL (enabled for device >= 0 only), its communicators set up over this control
-  // plane, as mpi_runtime_options does over MPI's; hierarchical: NCCL in a host, TCP across.
-  nccl::NcclHierarchy hierarchy;
-  if (options.config.hierarchical_allreduce) {
-    hierarchy.cross = tcp_backends;
-    hierarchy.host_id = world.host_id.empty() ? shm::host_identity() : world.host_id;
-  }
-  options.backends.push_back(
-      std::make_shared<nccl::NcclBackendProvider>(*transport, (*transport)->world().local_rank, std::move(hierarchy)));
-#endif
-  // CPU tensors: shared memory for sets on one host (unless TCP is forced), TCP for the rest.
-  if (options.config.cpu_operations != "tcp") {
-    const shm::Geometry geometry = shm::geometry_from(options.config);
-    options.backends.push_back(std::make_shared<shm::ShmBackendProvider>(*transport, geometry,
-                                                                         options.config.cpu_operations == "shm"));
-  }
-  options.backends.push_back(std::move(tcp_backends));
+  Result<std::vector<std::shared_ptr<BackendProvider>>> backends =
+      build_data_planes(options.config, ControlPlane::over_tcp(*transport, world.host_id));
+  if (!backends.is_ok()) return backends.status();
+  options.backends = std::move(backends).value();
   options.process_sets = std::move(process_sets);
   return options;
 }

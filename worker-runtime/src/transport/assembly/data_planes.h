@@ -1,0 +1,56 @@
+// The one place a runtime's data planes are built, for every way a job starts: mpirun
+// (mpi_runtime_options), korovodrun or any rendezvous store, an elastic reset and a one-rank
+// start (tcp_runtime_options). The start path sets up its control plane and discovers the world,
+// then hands both here; plan_data_planes (data_plane_plan.h) decides which planes, this file
+// builds them: NCCL (when built), shared memory, TCP, and the control plane's own fallback.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "korovod/config.h"
+#include "korovod/transport.h"
+#include "transport/assembly/data_plane_plan.h"
+
+namespace korovod {
+namespace tcp {
+class TcpTransportProvider;
+}
+
+// The control plane a start path built, and what it discovered about this rank.
+class ControlPlane {
+ public:
+  // mpirun: MPI negotiates; `mpi_backends` is MPI's own data plane (the fallback). Under MPI the
+  // world names no host identity (MPI found the local ranks itself), so `host_id` is Config's
+  // KOROVOD_HOST_ID override, "" = the real identity (hostname + boot id).
+  static ControlPlane over_mpi(std::shared_ptr<TransportProvider> transport,
+                               std::shared_ptr<BackendProvider> mpi_backends, std::string host_id);
+  // A rendezvous store: TCP negotiates, and its job secret and mesh family are shared with the
+  // TCP data plane. `host_id`: the identity the transport published to group ranks into hosts
+  // (TcpWorldConfig::host_id, "" = the real one), so the data planes group ranks as the world did.
+  static ControlPlane over_tcp(std::shared_ptr<tcp::TcpTransportProvider> transport, std::string host_id);
+
+  ControlPlaneKind kind() const { return kind_; }
+  const std::shared_ptr<TransportProvider>& transport() const { return transport_; }
+
+ private:
+  friend Result<std::vector<std::shared_ptr<BackendProvider>>> build_data_planes(const Config&, const ControlPlane&);
+  ControlPlane() = default;
+
+  ControlPlaneKind kind_ = ControlPlaneKind::kTcp;
+  std::shared_ptr<TransportProvider> transport_;
+  std::string host_id_;
+  std::shared_ptr<BackendProvider> mpi_backends_;     // kMpi
+  std::shared_ptr<tcp::TcpTransportProvider> tcp_;  // kTcp: the same object as transport_
+};
+
+// Refuses a Config this start cannot honour (plan_data_planes' errors), for a start path to call
+// before it sets up its control plane.
+Status check_data_planes(const Config& config, ControlPlaneKind control);
+
+// The providers for RuntimeOptions::backends, in plan order (the first enabled one wins).
+Result<std::vector<std::shared_ptr<BackendProvider>>> build_data_planes(const Config& config,
+                                                                        const ControlPlane& control);
+
+}  // namespace korovod
