@@ -253,7 +253,28 @@ void EntryBuilder::finish_body(Frame& item) {
   msgpack::close(buf_, item.header, item.count, true);
 }
 
-EntryPtr EntryBuilder::finish() {
+EntryPtr EntryBuilder::header(const Object& obj) {
+  EntryBuilder b(true, [](std::string_view, std::string_view) { return false; });
+  b.begin("", "");
+  b.start_object();
+  if (const auto m = obj.find("metadata"); m != obj.end() && m->is_object()) {
+    // Only what the header holds is walked: the body is not kept, so the rest is not encoded.
+    b.key("metadata");
+    b.start_object();
+    for (const char* k : {"name", "namespace", "resourceVersion", "ownerReferences"})
+      if (const auto f = m->find(k); f != m->end()) {
+        b.key(k);
+        b.walk(*f);
+      }
+    b.end_object();
+  }
+  b.end_object();
+  return b.finish_entry(false);
+}
+
+EntryPtr EntryBuilder::finish() { return finish_entry(true); }
+
+EntryPtr EntryBuilder::finish_entry(bool with_body) {
   key_.assign(ns_);
   if (!ns_.empty()) key_.push_back('/');
   key_.append(name_);
@@ -261,12 +282,14 @@ EntryPtr EntryBuilder::finish() {
   parts.key = key_;
   parts.ns_len = ns_.size();
   parts.resource_version = rv_;
-  parts.labels = labels_;
   parts.owners = owners_;
   parts.controller = controller_;
-  parts.uid = uid_;
-  parts.flags = flags_;
-  parts.packed = buf_;
+  if (with_body) {
+    parts.labels = labels_;
+    parts.uid = uid_;
+    parts.flags = flags_;
+    parts.packed = buf_;
+  }
   return build_entry(parts);
 }
 

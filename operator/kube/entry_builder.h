@@ -6,7 +6,8 @@
 // collected for the indexes. Both ways the store takes objects use it: an Object (upsert,
 // replace) is walked into it (build), and a list page's items are streamed into it without an
 // Object (store_relist.cc). So the same object gives the same entry either way; only the order
-// of keys in the body follows the input (an Object walks its keys sorted).
+// of keys in the body follows the input (an Object walks its keys sorted). An event made from
+// an Object gets its header entry from here too (header), so owners are read in one place.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,10 @@ class EntryBuilder {
 
   // The entry of an Object. Throws std::invalid_argument when it is not a JSON object.
   EntryPtr build(const Object& obj);
+  // An entry with only the header of obj (key, resourceVersion, owners): no labels, no uid, no
+  // body, so only those metadata fields are walked. For an event made from an Object, whose
+  // object is the given one; anything but a JSON object gives an empty header.
+  static EntryPtr header(const Object& obj);
 
   // --- Streaming: begin(), then the events of one JSON object, then finish(). ---
   // kind/apiVersion an object without them gets ("": none), as complete_type_meta fills them
@@ -80,6 +85,7 @@ class EntryBuilder {
   void open(bool map);
   void close();
   void finish_body(Frame& item);
+  EntryPtr finish_entry(bool with_body);  // without: key, resourceVersion and owners only
 
   const bool strip_;
   const TypeCheck is_store_type_;

@@ -40,6 +40,16 @@ EntryPtr streamed(EntryBuilder& b, std::string_view json, std::string_view kind 
   return b.finish();
 }
 
+// "uid apiVersion kind name[ c]" for each owner reference, " c" on the controller.
+std::vector<std::string> owners_of(const Entry& e) {
+  std::vector<std::string> owners;
+  e.for_each_owner([&](const OwnerRef& r) {
+    owners.push_back(std::string(r.uid) + " " + std::string(r.api_version) + " " +
+                     std::string(r.kind) + " " + std::string(r.name) + (r.controller ? " c" : ""));
+  });
+  return owners;
+}
+
 const Object kOwned = Object::parse(R"({"kind":"Pod","apiVersion":"v1",
   "metadata":{"name":"a","namespace":"ns","uid":"0a1b2c3d-4e5f-6789-abcd-ef0123456789",
     "resourceVersion":"41","labels":{"app":"x","tier":"db"},
@@ -109,12 +119,7 @@ TEST(EntryBuilder, HeaderHoldsKeyVersionLabelsOwnersAndUid) {
   EXPECT_EQ(e->name(), "a");
   EXPECT_EQ(e->resource_version(), "41");
   EXPECT_EQ(e->label("tier"), "db");
-  std::vector<std::string> owners;
-  e->for_each_owner([&](const OwnerRef& r) {
-    owners.push_back(std::string(r.uid) + " " + std::string(r.api_version) + " " +
-                     std::string(r.kind) + " " + std::string(r.name) + (r.controller ? " c" : ""));
-  });
-  EXPECT_EQ(owners, (std::vector<std::string>{"u-1 v1 Pod p", "u-2 batch/v1 Job j c"}));
+  EXPECT_EQ(owners_of(*e), (std::vector<std::string>{"u-1 v1 Pod p", "u-2 batch/v1 Job j c"}));
   EXPECT_TRUE(e->controlled_by("u-2"));
   EXPECT_FALSE(e->controlled_by("u-1"));
   EXPECT_EQ(e->flags, kName | kNs | kRv | kTyped | kUid);
@@ -129,6 +134,32 @@ TEST(EntryBuilder, HeaderHoldsKeyVersionLabelsOwnersAndUid) {
   EXPECT_EQ(ev.controller()->name, "j");
   EXPECT_EQ(ev.owners().size(), 2u);
   EXPECT_EQ(&ev.object(), &kOwned);
+}
+
+TEST(EntryBuilder, HeaderEntryHoldsOnlyKeyVersionAndOwnersAsBuildReadsThem) {
+  TypeMeta types;
+  EntryBuilder b(true, types.check());
+  const EntryPtr whole = b.build(kOwned);
+  const EntryPtr head = EntryBuilder::header(kOwned);
+  EXPECT_EQ(head->key(), "ns/a");
+  EXPECT_EQ(head->ns(), "ns");
+  EXPECT_EQ(head->resource_version(), "41");
+  EXPECT_EQ(owners_of(*head), owners_of(*whole));
+  EXPECT_EQ(head->labels_len, 0u);
+  EXPECT_EQ(head->packed_len, 0u);
+  EXPECT_EQ(head->flags, 0u);
+  // References without a string uid are skipped, fields that are not strings read as empty,
+  // and the first controller wins: the same either way.
+  const Object odd = Object::parse(R"({"metadata":{"name":"b","namespace":"","ownerReferences":[
+    1,{"name":"no-uid"},{"uid":7},{"uid":"u-3","kind":7,"controller":true},
+    {"uid":"u-4","name":"n","controller":true}]}})");
+  const EntryPtr odd_head = EntryBuilder::header(odd);
+  EXPECT_EQ(odd_head->key(), "b");
+  EXPECT_EQ(owners_of(*odd_head), (std::vector<std::string>{"u-3    c", "u-4   n"}));
+  EXPECT_EQ(owners_of(*odd_head), owners_of(*b.build(odd)));
+  // Anything without a metadata object has an empty header.
+  for (const Object& o : {Object::array(), Object{{"metadata", "x"}}, Object::object()})
+    EXPECT_EQ(EntryBuilder::header(o)->bytes(), sizeof(Entry)) << o.dump();
 }
 
 TEST(EntryBuilder, StreamedTextKeepsItsKeyOrderAndDecodesEqual) {

@@ -12,7 +12,7 @@ namespace kube {
 using store_detail::StoreIndex;
 
 ObjectEvent::ObjectEvent(const Object& obj)
-    : entry_(nullptr), given_(&obj), header_(store_detail::header_entry(obj)) {
+    : entry_(nullptr), given_(&obj), header_(store_detail::EntryBuilder::header(obj)) {
   entry_ = header_.get();
 }
 ObjectEvent::ObjectEvent(ObjectEvent&&) noexcept = default;

@@ -4,7 +4,6 @@
 #include <new>
 #include <type_traits>
 
-#include "kube/object_meta.h"
 
 namespace kube::store_detail {
 
@@ -151,39 +150,6 @@ std::vector<EntryPtr> pack_into_blocks(std::vector<EntryPtr> entries) {
     }
   }
   return out;
-}
-
-EntryPtr header_entry(const Object& obj) {
-  const std::string ns = namespace_of(obj), key = object_key(ns, name_of(obj));
-  const std::string rv = resource_version_of(obj);
-  std::string owners;
-  int32_t controller = -1, n = 0;
-  const Object* refs = nullptr;
-  if (const auto m = obj.find("metadata"); obj.is_object() && m != obj.end() && m->is_object())
-    if (const auto f = m->find("ownerReferences"); f != m->end() && f->is_array()) refs = &*f;
-  if (refs)
-    for (const Object& r : *refs) {
-      if (!r.is_object()) continue;
-      auto field = [&r](const char* k) -> std::string_view {
-        const auto f = r.find(k);
-        if (f == r.end() || !f->is_string()) return {};
-        return f->get_ref<const std::string&>();
-      };
-      const auto uid = r.find("uid");
-      if (uid == r.end() || !uid->is_string()) continue;
-      if (!append_owner(owners, {field("uid"), field("apiVersion"), field("kind"), field("name")}))
-        continue;
-      const auto c = r.find("controller");
-      if (controller < 0 && c != r.end() && c->is_boolean() && c->get<bool>()) controller = n;
-      ++n;
-    }
-  EntryParts parts;
-  parts.key = key;
-  parts.ns_len = ns.size();
-  parts.resource_version = rv;
-  parts.owners = owners;
-  parts.controller = controller;
-  return build_entry(parts);
 }
 
 }  // namespace kube::store_detail

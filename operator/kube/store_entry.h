@@ -141,8 +141,6 @@ using EntryPtr = std::unique_ptr<Entry, EntryDeleter>;
 EntryPtr build_entry(const EntryParts& parts);
 // Moves a relist's entries into a few contiguous blocks (see EntryBlock).
 std::vector<EntryPtr> pack_into_blocks(std::vector<EntryPtr> entries);
-// An entry with only the header of obj (key, resourceVersion, owners): no labels, no body.
-EntryPtr header_entry(const Object& obj);
 
 }  // namespace store_detail
 }  // namespace kube
