@@ -259,6 +259,39 @@ TEST(MeshTest, InterruptBetweenWaitsFailsTheNextOne) {
       << s.message();
 }
 
+#define EXPECT_SAYS(status, text) \
+  EXPECT_NE((status).message().find(text), std::string::npos) << "wanted '" << (text) << "' in: " << (status).message()
+
+// Rank 0's wait and rank 2's (on a thread, started together): what each gave, and how long
+// rank 2's took.
+struct TwoWaits {
+  Status s0, s2;
+  double took2 = 0;
+};
+template <typename Rank0, typename Rank2>
+TwoWaits wait_on_ranks_0_and_2(Rank0 rank0, Rank2 rank2) {
+  TwoWaits w;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread survivor([&] {
+    w.s2 = rank2();
+    w.took2 = seconds_since(start);
+  });
+  w.s0 = rank0();
+  survivor.join();
+  return w;
+}
+
+// Both survivors of stopped rank 1 blame it: rank 0 lost it (and saw rank 2 fail too), rank 2
+// learned it from rank 0's failure notice, which came during rank 2's `op`.
+void expect_both_blame_rank_1(const TwoWaits& w, const std::string& op) {
+  EXPECT_FALSE(w.s0.is_ok());
+  EXPECT_FALSE(w.s2.is_ok());
+  EXPECT_SAYS(w.s0, "lost rank 1 on host h1 (");
+  EXPECT_SAYS(w.s0, "failed as well: rank 2 on host h2");
+  EXPECT_SAYS(w.s2, "lost rank 1 on host h1 (");
+  EXPECT_SAYS(w.s2, op + ": rank 0 on host h0 failed (its failure notice came)");
+}
+
 TEST(MeshTest, StoppedRankIsNamedBySurvivorsThatWaitedForOthers) {
   // A chain, as in a ring: rank 0 waits for rank 1, which is stopped (sockets open, silent);
   // rank 2 waits for rank 0 only, with no timeout of its own. Both must blame rank 1, not each
@@ -266,26 +299,13 @@ TEST(MeshTest, StoppedRankIsNamedBySurvivorsThatWaitedForOthers) {
   auto meshes = tcp_meshes(3, {0.5, 0.0, 0.0});
   std::vector<std::byte> buf0(16), buf2(16);
   std::vector<PeerIo> io0 = receive_from(3, 1, buf0), io2 = receive_from(3, 0, buf2);
-  Status s2;
-  double took2 = 0;
-  const auto start = std::chrono::steady_clock::now();
-  std::thread survivor([&] {
-    s2 = meshes[2]->exchange(io2, "allreduce");
-    took2 = seconds_since(start);
-  });
-  Status s0 = meshes[0]->exchange(io0, "allreduce");
-  survivor.join();
-  ASSERT_FALSE(s0.is_ok());
-  ASSERT_FALSE(s2.is_ok());
-  EXPECT_NE(s0.message().find("lost rank 1 on host h1 ("), std::string::npos) << s0.message();
-  EXPECT_NE(s0.message().find("no progress for 0.5 s waiting for rank 1 on host h1"), std::string::npos) << s0.message();
-  EXPECT_NE(s0.message().find("failed as well: rank 2 on host h2"), std::string::npos) << s0.message();
-  EXPECT_NE(s2.message().find("lost rank 1 on host h1 ("), std::string::npos) << s2.message();
-  EXPECT_EQ(s2.message().find("lost rank 0"), std::string::npos) << s2.message();
-  EXPECT_NE(s2.message().find("allreduce: rank 0 on host h0 failed (its failure notice came)"), std::string::npos)
-      << s2.message();
-  EXPECT_NE(s2.message().find("failed as well: rank 0 on host h0"), std::string::npos) << s2.message();
-  EXPECT_LT(took2, 0.5 + 2 * Mesh::kSettleSeconds + 1.0);
+  const TwoWaits w = wait_on_ranks_0_and_2([&] { return meshes[0]->exchange(io0, "allreduce"); },
+                                           [&] { return meshes[2]->exchange(io2, "allreduce"); });
+  expect_both_blame_rank_1(w, "allreduce");
+  EXPECT_SAYS(w.s0, "no progress for 0.5 s waiting for rank 1 on host h1");
+  EXPECT_EQ(w.s2.message().find("lost rank 0"), std::string::npos) << w.s2.message();
+  EXPECT_SAYS(w.s2, "failed as well: rank 0 on host h0");
+  EXPECT_LT(w.took2, 0.5 + 2 * Mesh::kSettleSeconds + 1.0);
 }
 
 TEST(MeshTest, SurvivorsWaitingForTheSameStoppedRankFailTogether) {
@@ -294,23 +314,10 @@ TEST(MeshTest, SurvivorsWaitingForTheSameStoppedRankFailTogether) {
   auto meshes = tcp_meshes(3, {0.5, 0.0, 0.0});
   std::vector<std::byte> buf0(16), buf2(16);
   std::vector<PeerIo> io0 = receive_from(3, 1, buf0), io2 = receive_from(3, 1, buf2);
-  Status s2;
-  double took2 = 0;
-  const auto start = std::chrono::steady_clock::now();
-  std::thread survivor([&] {
-    s2 = meshes[2]->exchange(io2, "control bits");
-    took2 = seconds_since(start);
-  });
-  Status s0 = meshes[0]->exchange(io0, "control bits");
-  survivor.join();
-  ASSERT_FALSE(s0.is_ok());
-  ASSERT_FALSE(s2.is_ok());
-  EXPECT_NE(s0.message().find("lost rank 1 on host h1 ("), std::string::npos) << s0.message();
-  EXPECT_NE(s0.message().find("failed as well: rank 2 on host h2"), std::string::npos) << s0.message();
-  EXPECT_NE(s2.message().find("lost rank 1 on host h1 ("), std::string::npos) << s2.message();
-  EXPECT_NE(s2.message().find("control bits: rank 0 on host h0 failed (its failure notice came)"), std::string::npos)
-      << s2.message();
-  EXPECT_LT(took2, 0.5 + 2 * Mesh::kSettleSeconds + 1.0);
+  const TwoWaits w = wait_on_ranks_0_and_2([&] { return meshes[0]->exchange(io0, "control bits"); },
+                                           [&] { return meshes[2]->exchange(io2, "control bits"); });
+  expect_both_blame_rank_1(w, "control bits");
+  EXPECT_LT(w.took2, 0.5 + 2 * Mesh::kSettleSeconds + 1.0);
 }
 
 TEST(MeshTest, NoticeGoesOutOnEveryMeshOfTheFailingRank) {
@@ -324,17 +331,9 @@ TEST(MeshTest, NoticeGoesOutOnEveryMeshOfTheFailingRank) {
   auto control = tcp_meshes(3, {0.0, 0.0, 0.0}, families);
   std::vector<std::byte> buf0(16), buf2(16);
   std::vector<PeerIo> io0 = receive_from(3, 1, buf0), io2 = receive_from(3, 1, buf2);
-  Status s2;
-  std::thread survivor([&] { s2 = control[2]->exchange(io2, "control bits"); });
-  Status s0 = data[0]->exchange(io0, "allreduce");
-  survivor.join();
-  ASSERT_FALSE(s0.is_ok());
-  ASSERT_FALSE(s2.is_ok());
-  EXPECT_NE(s0.message().find("lost rank 1 on host h1 ("), std::string::npos) << s0.message();
-  EXPECT_NE(s0.message().find("failed as well: rank 2 on host h2"), std::string::npos) << s0.message();
-  EXPECT_NE(s2.message().find("lost rank 1 on host h1 ("), std::string::npos) << s2.message();
-  EXPECT_NE(s2.message().find("control bits: rank 0 on host h0 failed (its failure notice came)"), std::string::npos)
-      << s2.message();
+  expect_both_blame_rank_1(wait_on_ranks_0_and_2([&] { return data[0]->exchange(io0, "allreduce"); },
+                                                 [&] { return control[2]->exchange(io2, "control bits"); }),
+                           "control bits");
 }
 
 TEST(MeshTest, PeerFailureWithoutATimeoutBlamesNoQuietPeer) {
