@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
+#include <vector>
 
 namespace korovod::launcher {
 namespace {
@@ -43,39 +45,39 @@ TEST(LocalHost, StoreAddressForLocalJobsIsLoopback) {
   EXPECT_EQ(a->note, "");
 }
 
-TEST(LocalHost, StoreAddressRoutesToTheFirstRemoteHost) {
-  std::string asked;
-  auto route = [&asked](const std::string& to) -> Result<std::string> {
-    asked = to;
+// A route lookup that always finds 10.0.0.5 and keeps the address it was asked for in *asked.
+RouteFinder route_via_10_0_0_5(std::string* asked) {
+  return [asked](const std::string& to) -> Result<std::string> {
+    *asked = to;
     return std::string("10.0.0.5");
   };
-  auto a = store_address({{"node-b", "node-c"}, ""}, fake_dns({{"node-b", "10.0.0.6"}}), route);
-  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
-  EXPECT_EQ(a->address, "10.0.0.5");
-  EXPECT_EQ(a->note, "");
-  EXPECT_EQ(asked, "10.0.0.6");
 }
 
-TEST(LocalHost, StoreAddressSkipsHostsThatDoNotResolveYet) {
-  // An elastic job's first discovery can list a pod whose DNS record does not exist yet.
-  std::string asked;
-  auto route = [&asked](const std::string& to) -> Result<std::string> {
-    asked = to;
-    return std::string("10.0.0.5");
+TEST(LocalHost, StoreAddressRoutesToTheFirstRemoteHostThatResolves) {
+  const struct {
+    const char* why;
+    std::vector<std::string> hosts;
+    std::map<std::string, std::string> dns;
+    std::string asked;
+  } cases[] = {
+      {"the first remote host", {"node-b", "node-c"}, {{"node-b", "10.0.0.6"}}, "10.0.0.6"},
+      // An elastic job's first discovery can list a pod whose DNS record does not exist yet.
+      {"skips a host that does not resolve yet", {"worker-0.not-yet", "node-c"}, {{"node-c", "10.0.0.7"}}, "10.0.0.7"},
   };
-  auto a = store_address({{"worker-0.not-yet", "node-c"}, ""}, fake_dns({{"node-c", "10.0.0.7"}}), route);
-  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
-  EXPECT_EQ(a->address, "10.0.0.5");
-  EXPECT_EQ(a->note, "");
-  EXPECT_EQ(asked, "10.0.0.7");
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.why);
+    std::string asked;
+    auto a = store_address({c.hosts, ""}, fake_dns(c.dns), route_via_10_0_0_5(&asked));
+    ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+    EXPECT_EQ(a->address, "10.0.0.5");
+    EXPECT_EQ(a->note, "");
+    EXPECT_EQ(asked, c.asked);
+  }
 }
 
 TEST(LocalHost, NoResolvableHostFallsBackToTheDefaultRouteAndSaysSo) {
   std::string asked;
-  auto route = [&asked](const std::string& to) -> Result<std::string> {
-    asked = to;
-    return std::string("10.0.0.5");
-  };
+  const RouteFinder route = route_via_10_0_0_5(&asked);
   auto a = store_address({{"worker-0.job.ns.svc", "worker-1.job.ns.svc"}, ""}, fake_dns({}), route);
   ASSERT_TRUE(a.is_ok()) << a.status().to_string();
   EXPECT_EQ(a->address, "10.0.0.5");
@@ -87,10 +89,7 @@ TEST(LocalHost, NoResolvableHostFallsBackToTheDefaultRouteAndSaysSo) {
 TEST(LocalHost, ElasticJobWithNoHostsYetListensOnTheDefaultRoute) {
   // The MPIJob's workers are not Ready when the launcher starts: they will be remote.
   std::string asked;
-  auto route = [&asked](const std::string& to) -> Result<std::string> {
-    asked = to;
-    return std::string("10.0.0.5");
-  };
+  const RouteFinder route = route_via_10_0_0_5(&asked);
   StoreAddressInputs unknown;
   unknown.hosts_unknown = true;
   auto a = store_address(unknown, fake_dns({}), route);
