@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,52 @@ struct FailingEvent final : korovod::ReadyEvent {
   korovod::Result<bool> ready() const override { return korovod::Status::unknown("the device is gone"); }
 };
 
+// One korovod_enqueue_many call, as Op is one korovod_enqueue: the optional arrays NULL unless
+// set (devices always: CPU).
+struct Many {
+  int type = KOROVOD_OP_ALLREDUCE;
+  int count = 0;
+  const char* const* names = nullptr;
+  void* const* inputs = nullptr;
+  void* const* outputs = nullptr;
+  const int32_t* dtypes = nullptr;
+  const int32_t* ndims = nullptr;
+  const int64_t* const* shapes = nullptr;
+  const int32_t* ops = nullptr;
+  const double* prescales = nullptr;
+  const double* postscales = nullptr;
+  int process_set = 0;
+  korovod_event* const* ready = nullptr;
+  int64_t* handles = nullptr;
+
+  int enqueue(korovod_runtime* rt) const {
+    return korovod_enqueue_many(rt, type, count, names, inputs, outputs, dtypes, ndims, shapes, nullptr, ops, prescales,
+                                postscales, process_set, ready, handles);
+  }
+};
+
+// Two float32 tensors x and y of n elements, and the allreduce of both in one call (many()):
+// named when names are given, else with names NULL.
+struct TwoTensors {
+  TwoTensors(int64_t n, float x0, float y0, const char* x_name = nullptr, const char* y_name = nullptr)
+      : x(n, x0), y(n, y0), shape{n}, names{x_name, y_name} {}
+  TwoTensors(const TwoTensors&) = delete;  // many() points into it
+
+  Many many(korovod_event* const* ready = nullptr) {
+    return {.count = 2, .names = names[0] ? names : nullptr, .inputs = inputs, .dtypes = dtypes, .ndims = ndims,
+            .shapes = shapes, .ready = ready, .handles = handles};
+  }
+
+  std::vector<float> x, y;
+  const int64_t shape[1];
+  const char* const names[2];
+  void* inputs[2] = {x.data(), y.data()};
+  const int32_t dtypes[2] = {KOROVOD_FLOAT32, KOROVOD_FLOAT32};
+  const int32_t ndims[2] = {1, 1};
+  const int64_t* shapes[2] = {shape, shape};
+  int64_t handles[2] = {};
+};
+
 TEST_F(CApi, EnqueueManyQueuesEachOpWithItsOwnNameOpAndScales) {
   std::vector<float> a = {1.f, 2.f}, a_out(2, -1.f);
   std::vector<double> b = {0.5, -1.5, 4.0};
@@ -38,10 +85,10 @@ TEST_F(CApi, EnqueueManyQueuesEachOpWithItsOwnNameOpAndScales) {
   const int32_t ops[] = {KOROVOD_SUM, KOROVOD_AVERAGE, KOROVOD_MAX};
   const double prescales[] = {1.0, 2.0, 1.0}, postscales[] = {1.0, 3.0, 1.0};
   int64_t handles[3] = {};
-  ASSERT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 3, names, inputs, outputs, dtypes, ndims, shapes, nullptr,
-                                 ops, prescales, postscales, 0, nullptr, handles),
-            3)
-      << last_error(rt_);
+  const Many three{.count = 3, .names = names, .inputs = inputs, .outputs = outputs, .dtypes = dtypes,
+                   .ndims = ndims, .shapes = shapes, .ops = ops, .prescales = prescales, .postscales = postscales,
+                   .handles = handles};
+  ASSERT_EQ(three.enqueue(rt_), 3) << last_error(rt_);
   for (int64_t h : handles) EXPECT_GT(h, 0);
   EXPECT_NE(handles[0], handles[1]);
   int32_t statuses[3] = {-9, -9, -9};
@@ -62,16 +109,13 @@ TEST_F(CApi, EnqueueManyQueuesEachOpWithItsOwnNameOpAndScales) {
   const int32_t d_dtypes[] = {KOROVOD_FLOAT32}, d_ndims[] = {1};
   const int64_t* d_shapes[] = {a_shape};
   int64_t h = 0;
-  ASSERT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 1, nullptr, d_inputs, nullptr, d_dtypes, d_ndims, d_shapes,
-                                 nullptr, nullptr, nullptr, nullptr, 0, nullptr, &h),
-            1)
-      << last_error(rt_);
+  const Many one{
+      .count = 1, .inputs = d_inputs, .dtypes = d_dtypes, .ndims = d_ndims, .shapes = d_shapes, .handles = &h};
+  ASSERT_EQ(one.enqueue(rt_), 1) << last_error(rt_);
   ASSERT_EQ(korovod_wait_all(rt_, &h, 1, 10.0, nullptr), KOROVOD_OK);
   EXPECT_EQ(d, (std::vector<float>{5.f, 6.f}));
   korovod_release_many(rt_, &h, 1);
-  EXPECT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 0, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                 nullptr, nullptr, nullptr, nullptr, 0, nullptr, nullptr),
-            0);
+  EXPECT_EQ(Many{}.enqueue(rt_), 0);
   EXPECT_EQ(korovod_wait_all(rt_, nullptr, 0, -1.0, nullptr), KOROVOD_OK);
   korovod_release_many(rt_, nullptr, 3);  // ignored
 }
@@ -85,10 +129,9 @@ TEST_F(CApi, EnqueueManyAllgatherOutputsAreTheRuntimes) {
   const int32_t dtypes[] = {KOROVOD_INT64, KOROVOD_FLOAT32}, ndims[] = {2, 1};
   const int64_t* shapes[] = {x_shape, y_shape};
   int64_t handles[2] = {};
-  ASSERT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLGATHER, 2, names, inputs, nullptr, dtypes, ndims, shapes, nullptr,
-                                 nullptr, nullptr, nullptr, 0, nullptr, handles),
-            2)
-      << last_error(rt_);
+  const Many gather{.type = KOROVOD_OP_ALLGATHER, .count = 2, .names = names, .inputs = inputs, .dtypes = dtypes,
+                    .ndims = ndims, .shapes = shapes, .handles = handles};
+  ASSERT_EQ(gather.enqueue(rt_), 2) << last_error(rt_);
   ASSERT_EQ(korovod_wait_all(rt_, handles, 2, -1.0, nullptr), KOROVOD_OK) << last_error(rt_);
   void* data = nullptr;
   int ndim = 0;
@@ -103,126 +146,93 @@ TEST_F(CApi, EnqueueManyAllgatherOutputsAreTheRuntimes) {
 }
 
 TEST_F(CApi, EnqueueManyNamesTheBadArgument) {
-  std::vector<float> x(4, 1.f), y(4, 1.f);
-  const int64_t shape[] = {4};
-  const char* names[] = {"bad.x", "bad.y"};
-  void* inputs[] = {x.data(), y.data()};
-  const int32_t dtypes[] = {KOROVOD_FLOAT32, KOROVOD_FLOAT32}, ndims[] = {1, 1};
-  const int64_t* shapes[] = {shape, shape};
-  int64_t handles[2] = {7, 7};
-  auto many = [&](int type, int count, void* const* in, void* const* out, const int32_t* dt, const int32_t* nd,
-                  const int64_t* const* sh, const int32_t* ops, int ps, int64_t* hs) {
-    return korovod_enqueue_many(rt_, type, count, names, in, out, dt, nd, sh, nullptr, ops, nullptr, nullptr, ps,
-                                nullptr, hs);
+  TwoTensors t(4, 1.f, 1.f, "bad.x", "bad.y");
+  const int32_t bad_op[] = {KOROVOD_SUM, 17};
+  const int64_t* null_shape[] = {t.shape, nullptr};
+  // Each call differs from t.many() in one argument; the error names it (or the op, by index
+  // and tensor name), and nothing is queued: every handle is 0.
+  const struct {
+    const char* error;
+    std::function<void(Many&)> change;
+  } cases[] = {
+      {"korovod_enqueue_many: count -1 is negative", [](Many& m) { m.count = -1; }},
+      {"type 2 is not allreduce, allgather or reducescatter", [](Many& m) { m.type = KOROVOD_OP_BROADCAST; }},
+      {"korovod_enqueue_many: inputs is NULL", [](Many& m) { m.inputs = nullptr; }},
+      {"dtypes is NULL", [](Many& m) { m.dtypes = nullptr; }},
+      {"ndims is NULL", [](Many& m) { m.ndims = nullptr; }},
+      {"shapes is NULL", [](Many& m) { m.shapes = nullptr; }},
+      {"handles_out is NULL", [](Many& m) { m.handles = nullptr; }},
+      {"ALLGATHER allocates its outputs; pass outputs NULL",
+       [&t](Many& m) {
+         m.type = KOROVOD_OP_ALLGATHER;
+         m.outputs = t.inputs;
+       }},
+      {"korovod_enqueue_many: op 1 of 2: tensor 'bad.y': unknown reduce op 17", [&](Many& m) { m.ops = bad_op; }},
+      {"op 1 of 2: tensor 'bad.y': ndim 1 with shape NULL", [&](Many& m) { m.shapes = null_shape; }},
+      // The whole call's process set is unknown: the runtime refuses the first op.
+      {"unknown process set 5", [](Many& m) { m.process_set = 5; }},
   };
-  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, -1, inputs, nullptr, dtypes, ndims, shapes, nullptr, 0, handles),
-            KOROVOD_ERR_INVALID_ARGUMENT);
-  EXPECT_TEXT(rt_, "korovod_enqueue_many: count -1 is negative");
-  EXPECT_EQ(many(KOROVOD_OP_BROADCAST, 2, inputs, nullptr, dtypes, ndims, shapes, nullptr, 0, handles),
-            KOROVOD_ERR_INVALID_ARGUMENT);
-  EXPECT_TEXT(rt_, "type 2 is not allreduce, allgather or reducescatter");
-  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, nullptr, nullptr, dtypes, ndims, shapes, nullptr, 0, handles),
-            KOROVOD_ERR_INVALID_ARGUMENT);
-  EXPECT_TEXT(rt_, "korovod_enqueue_many: inputs is NULL");
-  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, nullptr, ndims, shapes, nullptr, 0, handles),
-            KOROVOD_ERR_INVALID_ARGUMENT);
-  EXPECT_TEXT(rt_, "dtypes is NULL");
-  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, nullptr, shapes, nullptr, 0, handles),
-            KOROVOD_ERR_INVALID_ARGUMENT);
-  EXPECT_TEXT(rt_, "ndims is NULL");
-  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, ndims, nullptr, nullptr, 0, handles),
-            KOROVOD_ERR_INVALID_ARGUMENT);
-  EXPECT_TEXT(rt_, "shapes is NULL");
-  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, ndims, shapes, nullptr, 0, nullptr),
-            KOROVOD_ERR_INVALID_ARGUMENT);
-  EXPECT_TEXT(rt_, "handles_out is NULL");
-  EXPECT_EQ(many(KOROVOD_OP_ALLGATHER, 2, inputs, inputs, dtypes, ndims, shapes, nullptr, 0, handles),
-            KOROVOD_ERR_INVALID_ARGUMENT);
-  EXPECT_TEXT(rt_, "ALLGATHER allocates its outputs; pass outputs NULL");
-
-  // A bad op: the error gives its index and name, and nothing was queued.
-  const int32_t ops[] = {KOROVOD_SUM, 17};
-  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, ndims, shapes, ops, 0, handles),
-            KOROVOD_ERR_INVALID_ARGUMENT);
-  EXPECT_TEXT(rt_, "korovod_enqueue_many: op 1 of 2: tensor 'bad.y': unknown reduce op 17");
-  EXPECT_EQ(handles[0], 0);
-  EXPECT_EQ(handles[1], 0);
-  const int32_t no_dims[] = {1, 1};
-  const int64_t* null_shape[] = {shape, nullptr};
-  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, no_dims, null_shape, nullptr, 0, handles),
-            KOROVOD_ERR_INVALID_ARGUMENT);
-  EXPECT_TEXT(rt_, "op 1 of 2: tensor 'bad.y': ndim 1 with shape NULL");
-
-  // The whole call's process set is unknown: the runtime refuses the first op, nothing queued.
-  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, ndims, shapes, nullptr, 5, handles),
-            KOROVOD_ERR_INVALID_ARGUMENT);
-  EXPECT_TEXT(rt_, "unknown process set 5");
-  EXPECT_EQ(handles[0], 0);
+  for (const auto& c : cases) {
+    Many m = t.many();
+    c.change(m);
+    t.handles[0] = t.handles[1] = 7;
+    EXPECT_EQ(m.enqueue(rt_), KOROVOD_ERR_INVALID_ARGUMENT) << c.error;
+    EXPECT_TEXT(rt_, c.error);
+    if (m.handles && m.count > 0) {
+      EXPECT_EQ(t.handles[0], 0) << c.error;
+      EXPECT_EQ(t.handles[1], 0) << c.error;
+    }
+  }
 
   // The runtime refuses op 1 (its dtype): op 0 stays queued, with its handle; op 1 has none.
   const int32_t bad_dtype[] = {KOROVOD_FLOAT32, 42};
-  EXPECT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, bad_dtype, ndims, shapes, nullptr, 0, handles),
-            KOROVOD_ERR_INVALID_ARGUMENT);
+  Many m = t.many();
+  m.dtypes = bad_dtype;
+  EXPECT_EQ(m.enqueue(rt_), KOROVOD_ERR_INVALID_ARGUMENT);
   EXPECT_TEXT(rt_, "tensor 'bad.y': invalid input dtype");
-  ASSERT_GT(handles[0], 0);
-  EXPECT_EQ(handles[1], 0);
-  done(handles[0]);
-  korovod_release(rt_, handles[0]);
+  ASSERT_GT(t.handles[0], 0);
+  EXPECT_EQ(t.handles[1], 0);
+  done(t.handles[0]);
+  korovod_release(rt_, t.handles[0]);
 
   int64_t h = 0;
-  EXPECT_EQ(korovod_enqueue_many(nullptr, KOROVOD_OP_ALLREDUCE, 1, names, inputs, nullptr, dtypes, ndims, shapes,
-                                 nullptr, nullptr, nullptr, nullptr, 0, nullptr, &h),
-            KOROVOD_ERR_NOT_INITIALIZED);
+  m = t.many();
+  m.count = 1;
+  m.handles = &h;
+  EXPECT_EQ(m.enqueue(nullptr), KOROVOD_ERR_NOT_INITIALIZED);
   // The runtime is still usable after all of these.
-  ASSERT_EQ(many(KOROVOD_OP_ALLREDUCE, 2, inputs, nullptr, dtypes, ndims, shapes, nullptr, 0, handles), 2);
-  EXPECT_EQ(korovod_wait_all(rt_, handles, 2, -1.0, nullptr), KOROVOD_OK);
-  korovod_release_many(rt_, handles, 2);
+  ASSERT_EQ(t.many().enqueue(rt_), 2);
+  EXPECT_EQ(korovod_wait_all(rt_, t.handles, 2, -1.0, nullptr), KOROVOD_OK);
+  korovod_release_many(rt_, t.handles, 2);
 }
 
 TEST_F(CApi, EnqueueManyConsumesEveryReadyEvent) {
   std::atomic<bool> ready{true};
   std::atomic<int> destroyed{0};
-  std::vector<float> x(2, 1.f), y(2, 1.f);
-  const int64_t shape[] = {2};
-  void* inputs[] = {x.data(), y.data()};
-  const int32_t dtypes[] = {KOROVOD_FLOAT32, KOROVOD_FLOAT32}, ndims[] = {1, 1};
-  const int64_t* shapes[] = {shape, shape};
+  TwoTensors t(2, 1.f, 1.f);
   const int32_t bad_ops[] = {KOROVOD_SUM, 99};
-  int64_t handles[2] = {};
   korovod_event* events[] = {test_event(&ready, &destroyed), test_event(&ready, &destroyed)};
-  EXPECT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 2, nullptr, inputs, nullptr, dtypes, ndims, shapes,
-                                 nullptr, bad_ops, nullptr, nullptr, 0, events, handles),
-            KOROVOD_ERR_INVALID_ARGUMENT);
+  Many bad = t.many(events);
+  bad.ops = bad_ops;
+  EXPECT_EQ(bad.enqueue(rt_), KOROVOD_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(destroyed.load(), 2);
   korovod_event* more[] = {test_event(&ready, &destroyed), test_event(&ready, &destroyed)};
-  EXPECT_EQ(korovod_enqueue_many(nullptr, KOROVOD_OP_ALLREDUCE, 2, nullptr, inputs, nullptr, dtypes, ndims, shapes,
-                                 nullptr, nullptr, nullptr, nullptr, 0, more, handles),
-            KOROVOD_ERR_NOT_INITIALIZED);
+  EXPECT_EQ(t.many(more).enqueue(nullptr), KOROVOD_ERR_NOT_INITIALIZED);
   EXPECT_EQ(destroyed.load(), 4);
   korovod_event* good[] = {test_event(&ready, &destroyed), test_event(&ready, &destroyed)};
-  ASSERT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 2, nullptr, inputs, nullptr, dtypes, ndims, shapes,
-                                 nullptr, nullptr, nullptr, nullptr, 0, good, handles),
-            2);
-  ASSERT_EQ(korovod_wait_all(rt_, handles, 2, -1.0, nullptr), KOROVOD_OK);
-  korovod_release_many(rt_, handles, 2);
+  ASSERT_EQ(t.many(good).enqueue(rt_), 2);
+  ASSERT_EQ(korovod_wait_all(rt_, t.handles, 2, -1.0, nullptr), KOROVOD_OK);
+  korovod_release_many(rt_, t.handles, 2);
   EXPECT_EQ(destroyed.load(), 6);
 }
 
 TEST_F(CApi, WaitAllTimesOutThenReportsEachOutcome) {
   std::atomic<bool> ready{false};
   std::atomic<int> destroyed{0};
-  std::vector<float> x(2, 1.f), y(2, 2.f);
-  const int64_t shape[] = {2};
-  const char* names[] = {"wait.free", "wait.held"};
-  void* inputs[] = {x.data(), y.data()};
-  const int32_t dtypes[] = {KOROVOD_FLOAT32, KOROVOD_FLOAT32}, ndims[] = {1, 1};
-  const int64_t* shapes[] = {shape, shape};
+  TwoTensors t(2, 1.f, 2.f, "wait.free", "wait.held");
   korovod_event* events[] = {nullptr, test_event(&ready, &destroyed)};
-  int64_t handles[2] = {};
-  ASSERT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 2, names, inputs, nullptr, dtypes, ndims, shapes,
-                                 nullptr, nullptr, nullptr, nullptr, 0, events, handles),
-            2)
-      << last_error(rt_);
+  ASSERT_EQ(t.many(events).enqueue(rt_), 2) << last_error(rt_);
+  int64_t* handles = t.handles;
   int32_t statuses[2] = {-9, -9};
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(korovod_wait_all(rt_, handles, 2, 0.2, statuses), KOROVOD_ERR_IN_PROGRESS);
@@ -248,18 +258,10 @@ TEST_F(CApi, WaitAllTimesOutThenReportsEachOutcome) {
 }
 
 TEST_F(CApi, WaitAllWaitsPastAFailureAndReportsIt) {
-  std::vector<float> x(2, 1.f), y(2, 2.f);
-  const int64_t shape[] = {2};
-  const char* names[] = {"fails.first", "fails.second"};
-  void* inputs[] = {x.data(), y.data()};
-  const int32_t dtypes[] = {KOROVOD_FLOAT32, KOROVOD_FLOAT32}, ndims[] = {1, 1};
-  const int64_t* shapes[] = {shape, shape};
+  TwoTensors t(2, 1.f, 2.f, "fails.first", "fails.second");
   korovod_event* events[] = {new korovod_event{std::make_shared<FailingEvent>()}, nullptr};
-  int64_t handles[2] = {};
-  ASSERT_EQ(korovod_enqueue_many(rt_, KOROVOD_OP_ALLREDUCE, 2, names, inputs, nullptr, dtypes, ndims, shapes,
-                                 nullptr, nullptr, nullptr, nullptr, 0, events, handles),
-            2)
-      << last_error(rt_);
+  ASSERT_EQ(t.many(events).enqueue(rt_), 2) << last_error(rt_);
+  int64_t* handles = t.handles;
   int32_t statuses[2] = {-9, -9};
   const int code = korovod_wait_all(rt_, handles, 2, 30.0, statuses);
   EXPECT_EQ(code, KOROVOD_ERR_ABORTED);
