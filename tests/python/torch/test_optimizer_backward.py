@@ -117,9 +117,10 @@ def test_sparse_embedding_gradients_are_averaged(sparse_as_dense):
         optimizer.step()
 
 
-class _Probe(torch.autograd.Function):
-    """Identity whose backward calls ``callback``: placed at the model's input, its backward runs
-    after every layer's gradient is accumulated but while loss.backward() is still running."""
+class _OnBackward(torch.autograd.Function):
+    """Identity whose backward calls ``callback``. At the model's input (a probe), its backward
+    runs after every layer's gradient is accumulated but while loss.backward() is still running;
+    between two layers, with a callback that sleeps, it is a slow layer between two fast ones."""
 
     @staticmethod
     def forward(ctx, inputs, callback):
@@ -146,7 +147,7 @@ def started_during_backward(model, forward):
         seen.append([in_flight(optimizer, p) for p in last_layer])
 
     inputs, targets = batch_of(hvd.rank())
-    F.mse_loss(forward(_Probe.apply(inputs.requires_grad_(), record)), targets).backward()
+    F.mse_loss(forward(_OnBackward.apply(inputs.requires_grad_(), record)), targets).backward()
     optimizer.step()
     return seen
 
@@ -179,20 +180,6 @@ def test_allreduces_start_during_backward_of_a_compiled_model(unbatched):
     check_gradients(model, expected, rtol=1e-9, atol=1e-12)
 
 
-class _Pause(torch.autograd.Function):
-    """Identity whose backward takes ``seconds``: a slow layer between two fast ones."""
-
-    @staticmethod
-    def forward(ctx, inputs, seconds):
-        ctx.seconds = seconds
-        return inputs.view_as(inputs)
-
-    @staticmethod
-    def backward(ctx, grad):
-        time.sleep(ctx.seconds)
-        return grad, None
-
-
 def test_batched_gradients_reach_the_runtime_while_backward_is_slow(hook_kind):
     # Default batching: the last layer's two gradients come together; the first layer's come
     # after a pause in backward longer than FLUSH_SECONDS, so its first hook hands over what
@@ -202,7 +189,11 @@ def test_batched_gradients_reach_the_runtime_while_backward_is_slow(hook_kind):
     model = make_model()
     before = snapshot(model)
     pause = 4 * _hook_batch.FLUSH_SECONDS
-    seen = started_during_backward(model, lambda x: model[2](_Pause.apply(model[1](model[0](x)), pause)))
+
+    def slow():
+        time.sleep(pause)
+
+    seen = started_during_backward(model, lambda x: model[2](_OnBackward.apply(model[1](model[0](x)), slow)))
     check_on_all_ranks(lambda: assert_equal(seen, [[True, True]]))
     check_gradients(model, expected_reduction(before))
 
@@ -221,6 +212,16 @@ def test_every_gradient_is_handed_over_by_the_end_of_backward(hook_kind):
     check_gradients(model, expected_reduction(before))
 
 
+def train_checking_each_step(model, optimizer, steps):
+    """Trains on this rank's batches; after each step the gradients must be the ranks' average."""
+    for step in range(steps):
+        start = snapshot(model)
+        optimizer.zero_grad()
+        loss_of(model, batch_of(hvd.rank(), step=step)).backward()
+        optimizer.step()
+        check_gradients(model, expected_reduction(start, steps=(step,)))
+
+
 def test_ranks_that_batch_differently_reduce_the_same_gradients(monkeypatch):
     # Rank 0 hands every gradient over alone, the others all at once at the end of backward:
     # each allreduce meets its peers by name, whatever batch it came in.
@@ -229,12 +230,7 @@ def test_ranks_that_batch_differently_reduce_the_same_gradients(monkeypatch):
     monkeypatch.setattr(_hook_batch, 'FLUSH_SECONDS', 0.0 if alone else 1e9)
     model = make_model()
     optimizer = distributed(model, lr=0.1)
-    for step in range(2):
-        start = snapshot(model)
-        optimizer.zero_grad()
-        loss_of(model, batch_of(hvd.rank(), step=step)).backward()
-        optimizer.step()
-        check_gradients(model, expected_reduction(start, steps=(step,)))
+    train_checking_each_step(model, optimizer, steps=2)
 
 
 def test_a_gradient_the_ranks_disagree_on_fails_synchronize_naming_it():
@@ -262,12 +258,7 @@ def test_a_discarded_optimizer_stops_reducing_the_models_gradients():
     distributed(model)
     gc.collect()
     optimizer = distributed(model)
-    for step in range(2):
-        start = snapshot(model)
-        optimizer.zero_grad()
-        loss_of(model, batch_of(hvd.rank(), step=step)).backward()
-        optimizer.step()
-        check_gradients(model, expected_reduction(start, steps=(step,)))
+    train_checking_each_step(model, optimizer, steps=2)
 
 
 @pytest.fixture
