@@ -17,6 +17,44 @@ bool is_forbidden(const ApiError& e) { return e.code() == 403; }
 bool is_unauthorized(const ApiError& e) { return e.code() == 401; }
 bool is_invalid(const ApiError& e) { return e.code() == 422; }
 
+bool is_permanent(const ApiError& e) {
+  switch (e.code()) {
+    case 400:  // BadRequest: malformed request; the same bytes are refused again
+    case 405:  // MethodNotAllowed
+    case 406:  // NotAcceptable
+    case 413:  // RequestEntityTooLarge: e.g. a ConfigMap over 1 MiB for a huge hostfile
+    case 415:  // UnsupportedMediaType
+    case 422:  // Invalid: the object fails the API server's validation
+      return true;
+    case 403:
+      // RBAC, PodSecurity / webhook admission and LimitRange refusals stay until someone
+      // changes the object or the cluster. A ResourceQuota refusal ("exceeded quota", or the
+      // quota's usage not computed yet) clears by itself when other pods in the namespace
+      // finish -- and their deletion does not enqueue this object, so only a retry notices.
+      return e.api_message().find("exceeded quota") == std::string::npos &&
+             e.api_message().find("status unknown for quota") == std::string::npos;
+    default:
+      // Retryable, deliberately:
+      //  0 (no answer: connection, TLS, timeout), 408, 429, 5xx: the server or the path to it.
+      //  401: credentials rotate (a projected token is refreshed on disk).
+      //  404 NotFound: a controller reads from a cache that lags the API server; a write to an
+      //    object that just went away (or whose namespace or owner did) is answered by the
+      //    next sync, which sees the truth -- usually "nothing to do". Dropping the key instead
+      //    would lose the work when the cache was behind in the other direction.
+      //  409 Conflict / AlreadyExists: a stale resourceVersion or a cache that has not seen
+      //    our own create yet; the next sync reads the newer object.
+      //  410 Gone: an expired resourceVersion; relisting fixes it.
+      //  Any other code: unknown, so retried -- a failure is never silently dropped.
+      return false;
+  }
+}
+
+std::string describe_reason(const ApiError& e) {
+  std::string s = e.reason() + " (HTTP " + std::to_string(e.code()) + ")";
+  for (size_t i = 0; i < e.fields.size(); ++i) s += (i == 0 ? " on " : ", ") + e.fields[i];
+  return s;
+}
+
 std::string reason_for_code(int http_code) {
   switch (http_code) {
     case 400: return "BadRequest";
@@ -57,6 +95,13 @@ ApiError from_status(int http_code, const Object& status) {
   if (details && details->is_object() && details->contains("retryAfterSeconds") &&
       (*details)["retryAfterSeconds"].is_number_integer())
     e.retry_after = std::chrono::seconds((*details)["retryAfterSeconds"].get<int>());
+  if (details && details->is_object() && details->contains("causes") &&
+      (*details)["causes"].is_array()) {
+    for (const auto& cause : (*details)["causes"]) {
+      if (cause.is_object() && cause.contains("field") && cause["field"].is_string())
+        e.fields.push_back(cause["field"].get<std::string>());
+    }
+  }
   return e;
 }
 
@@ -64,7 +109,10 @@ Object to_status(const ApiError& e) {
   Object s = {{"kind", "Status"},      {"apiVersion", "v1"},     {"metadata", Object::object()},
               {"status", "Failure"},   {"message", e.api_message()},
               {"reason", e.reason()},  {"code", e.code()}};
-  if (e.retry_after) s["details"] = {{"retryAfterSeconds", e.retry_after->count()}};
+  if (e.retry_after) s["details"]["retryAfterSeconds"] = e.retry_after->count();
+  for (const auto& f : e.fields) {
+    s["details"]["causes"].push_back({{"reason", "FieldValueInvalid"}, {"field", f}});
+  }
   return s;
 }
 

@@ -10,7 +10,7 @@
 namespace kube {
 
 // Parses a metav1.Status body. Missing reason/message are filled from the HTTP code;
-// details.retryAfterSeconds becomes retry_after.
+// details.retryAfterSeconds becomes retry_after, details.causes[].field becomes fields.
 ApiError from_status(int http_code, const Object& status);
 
 // The reason Kubernetes uses for an HTTP code with no more specific reason ("NotFound", ...).
@@ -18,6 +18,17 @@ std::string reason_for_code(int http_code);
 
 // A metav1.Status object describing `e` (kind Status, status Failure, code, reason, message).
 Object to_status(const ApiError& e);
+
+// Whether sending the same request again can succeed without anyone changing the object (the
+// split controller-runtime makes with reconcile.TerminalError). Permanent: the API server
+// judged the request itself and refused it -- 400 BadRequest, 403 Forbidden (RBAC, admission
+// policy, LimitRange; not "exceeded quota"), 405, 406, 413 RequestEntityTooLarge, 415,
+// 422 Invalid. Everything else is retryable, including any code not named here; see
+// api_error.cc for why 404, 409 and 403 quota are.
+bool is_permanent(const ApiError& e);
+
+// "Invalid (HTTP 422)", plus " on spec.x, spec.y" when the Status named the rejected fields.
+std::string describe_reason(const ApiError& e);
 
 // Shorthands for the errors the API server returns, with Kubernetes' message wording.
 ApiError not_found_error(const std::string& resource, const std::string& name);

@@ -45,10 +45,50 @@ TEST(ApiError, HelpersClassifyCodes) {
   EXPECT_FALSE(is_not_found(ApiError(500, "InternalError", "")));
 }
 
+TEST(ApiError, ReadsRejectedFieldsFromCauses) {
+  const ApiError e = from_status(422, Object::parse(R"({"kind":"Status","code":422,
+    "reason":"Invalid","message":"Pod \"pi-worker-0\" is invalid: [...]",
+    "details":{"name":"pi-worker-0",
+    "kind":"pods","causes":[{"reason":"FieldValueRequired","message":"Required value",
+    "field":"spec.containers[0].image"},{"reason":"FieldValueInvalid",
+    "field":"metadata.labels"},{"reason":"NoField"}]}})"));
+  EXPECT_EQ(e.fields, (std::vector<std::string>{"spec.containers[0].image", "metadata.labels"}));
+  EXPECT_EQ(describe_reason(e), "Invalid (HTTP 422) on spec.containers[0].image, metadata.labels");
+  EXPECT_EQ(describe_reason(ApiError(503, "ServiceUnavailable", "")),
+            "ServiceUnavailable (HTTP 503)");
+}
+
+// The one table the controller's failure handling follows: a request the API server refused
+// as such is permanent, anything that may pass unchanged later is retried.
+TEST(ApiError, PermanentOnlyWhenTheServerRefusedTheRequestItself) {
+  for (int code : {400, 403, 405, 406, 413, 415, 422}) {
+    EXPECT_TRUE(is_permanent(ApiError(code, reason_for_code(code), "refused"))) << code;
+  }
+  for (int code : {0, 401, 404, 408, 409, 410, 429, 500, 502, 503, 504, 418, 499, 599}) {
+    EXPECT_FALSE(is_permanent(ApiError(code, reason_for_code(code), "x"))) << code;
+  }
+  EXPECT_FALSE(is_permanent(already_exists_error("pods", "p")));
+  EXPECT_FALSE(is_permanent(conflict_error("pods", "p", "the object has been modified")));
+  EXPECT_TRUE(is_permanent(invalid_error("Pod", "p", "spec.containers: Required value")));
+  EXPECT_TRUE(is_permanent(bad_request_error("the object must be a JSON object")));
+  // A ResourceQuota refusal is a 403 that clears when other pods finish: retried.
+  EXPECT_FALSE(is_permanent(ApiError(
+      403, "Forbidden",
+      "pods \"pi-worker-0\" is forbidden: exceeded quota: compute, requested: cpu=4, used: "
+      "cpu=60, limited: cpu=64")));
+  EXPECT_FALSE(is_permanent(ApiError(
+      403, "Forbidden", "pods \"p\" is forbidden: status unknown for quota: compute, resource: cpu")));
+  EXPECT_TRUE(is_permanent(ApiError(
+      403, "Forbidden",
+      "pods \"p\" is forbidden: violates PodSecurity \"restricted:latest\": privileged")));
+}
+
 TEST(ApiError, StatusRoundTrips) {
   ApiError e = conflict_error("pods", "p", "the object has been modified");
   e.retry_after = std::chrono::seconds(3);
+  e.fields = {"metadata.resourceVersion"};
   const ApiError back = from_status(0, to_status(e));
+  EXPECT_EQ(back.fields, e.fields);
   EXPECT_EQ(back.code(), 409);
   EXPECT_EQ(back.reason(), "Conflict");
   EXPECT_EQ(back.api_message(), e.api_message());

@@ -48,6 +48,7 @@ class ApiError : public std::runtime_error {
   const std::string& reason() const { return reason_; }       // Status.reason, e.g. "NotFound"
   const std::string& api_message() const { return message_; }  // Status.message
   std::optional<std::chrono::seconds> retry_after;             // from Retry-After / details
+  std::vector<std::string> fields;  // details.causes[].field: the fields a 422 Invalid rejects
 
  private:
   int code_;
