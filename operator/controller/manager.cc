@@ -5,6 +5,7 @@
 
 #include "controller/namespaced_cache.h"
 #include "controller/owner_mapping.h"
+#include "controller/reconcile_failure.h"
 #include "controller/recorder.h"
 #include "controller/verified_status_client.h"
 #include "kube/object_meta.h"
@@ -73,9 +74,11 @@ Manager::Manager(kube::Client& client, ManagerOptions options, kube::Clock& cloc
   cache_ = std::move(cache);
   // A status write whose answer was lost may have landed: see verified_status_client.h.
   reconciler_client_ = std::make_unique<VerifiedStatusClient>(client_, clock_);
+  mpijob::Recorder& recorder = options_.recorder ? *options_.recorder : *own_recorder_;
   reconciler_ = std::make_unique<mpijob::Reconciler>(
-      *reconciler_client_, *cache_, options_.keys ? *options_.keys : *own_keys_,
-      options_.recorder ? *options_.recorder : *own_recorder_, clock_, options_.reconciler);
+      *reconciler_client_, *cache_, options_.keys ? *options_.keys : *own_keys_, recorder,
+      clock_, options_.reconciler);
+  failures_ = std::make_unique<ReconcileFailures>(queue_, *log_, *metrics_, recorder);
 }
 
 Manager::~Manager() {
@@ -186,14 +189,11 @@ void Manager::process(const std::string& key) {
                           clock_.steady_now() - start).count();
       log_->debug("reconciled", {{"mpijob", key}, {"duration_ms", std::to_string(ms)}});
     }
-  } catch (const std::exception& e) {
+  } catch (...) {  // not only std::exception: whatever was thrown, the key is not lost
     metrics_->observe_reconcile(clock_.steady_now() - start);
-    metrics_->reconcile_error();
     ++reconciles_;
-    log_->error("reconcile failed; requeued with backoff",
-                {{"mpijob", key}, {"error", e.what()},
-                 {"requeues", std::to_string(queue_.num_requeues(key))}});
-    queue_.add_rate_limited(key);
+    const auto job = cache_->get(mpijob::kMPIJobs, ns, name);
+    failures_->handle(key, std::current_exception(), job ? &*job : nullptr);
   }
 }
 

@@ -8,9 +8,12 @@
 // PodGroup with gang scheduling) in every watched namespace, waits until they have synced,
 // then runs `threadiness` workers that take MPIJob keys from a rate-limited work queue and call
 // mpijob::Reconciler::reconcile. Events on owned objects enqueue their MPIJob (Pod -> Job ->
-// MPIJob for launcher pods). A failed reconcile is requeued with per-key exponential backoff
-// (5ms..1000s, max'ed with a token bucket); Result::requeue_after is honoured. On stop: no new
-// keys are handed out, in-flight reconciles finish, informers stop, run() returns.
+// MPIJob for launcher pods). A failed reconcile is handled by ReconcileFailures: a retryable
+// failure is requeued with per-key exponential backoff (5ms..1000s, max'ed with a token
+// bucket), a permanent one (the API server refused the request: Invalid, Forbidden, ...) is
+// not requeued and waits for the next change (reconcile_failure.h). Result::requeue_after is
+// honoured. On stop: no new keys are handed out, in-flight reconciles finish, informers stop,
+// run() returns.
 #pragma once
 
 #include <atomic>
@@ -23,6 +26,7 @@
 
 #include "controller/log.h"
 #include "controller/metrics.h"
+#include "controller/reconcile_failure.h"
 #include "kube/client.h"
 #include "kube/clock.h"
 #include "kube/informer.h"
@@ -84,6 +88,7 @@ class Manager {
   std::unique_ptr<mpijob::Cache> cache_;
   std::unique_ptr<kube::Client> reconciler_client_;  // client_ with status writes verified
   std::unique_ptr<mpijob::Reconciler> reconciler_;
+  std::unique_ptr<ReconcileFailures> failures_;  // thread-safe
   std::atomic<bool> synced_{false};
   std::atomic<uint64_t> reconciles_{0};
 };

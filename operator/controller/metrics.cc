@@ -65,8 +65,13 @@ std::string OperatorMetrics::render() const {
          static_cast<double>(failed_));
   scalar(out, "mpi_operator_is_leader", "gauge", "Is this client the leader of this mpi-operator "
          "client set?", leader_ ? 1 : 0);
-  scalar(out, "mpi_operator_reconcile_errors_total", "counter",
-         "Reconciles that failed and were requeued with backoff", static_cast<double>(errors_));
+  out += fmt::format(
+      "# HELP mpi_operator_reconcile_errors_total Reconciles that failed, by class: retryable "
+      "(requeued with backoff) or permanent (not retried until the MPIJob or an object it owns "
+      "changes)\n# TYPE mpi_operator_reconcile_errors_total counter\n"
+      "mpi_operator_reconcile_errors_total{{class=\"permanent\"}} {}\n"
+      "mpi_operator_reconcile_errors_total{{class=\"retryable\"}} {}\n",
+      permanent_errors_.load(), retryable_errors_.load());
   std::lock_guard lock(mu_);
   out += "# HELP mpi_operator_job_info Information about MPIJob\n"
          "# TYPE mpi_operator_job_info gauge\n";

@@ -6,7 +6,8 @@
 //   mpi_operator_job_info{launcher,namespace}      gauge (1 per MPIJob with a launcher)
 //   mpi_operator_is_leader                         gauge
 //   mpi_operator_reconcile_duration_seconds        histogram
-//   mpi_operator_reconcile_errors_total            counter
+//   mpi_operator_reconcile_errors_total{class}     counter: retryable (requeued with backoff)
+//                                                  or permanent (not retried until a change)
 //   mpi_operator_workqueue_depth                   gauge (read from the queue at scrape time)
 //   mpi_operator_api_requests_total{verb}          counter (CountingClient)
 //
@@ -30,7 +31,8 @@ class OperatorMetrics {
   void jobs_created() { ++created_; }
   void jobs_successful() { ++successful_; }
   void jobs_failed() { ++failed_; }
-  void reconcile_error() { ++errors_; }
+  void reconcile_retryable_error() { ++retryable_errors_; }
+  void reconcile_permanent_error() { ++permanent_errors_; }
   void set_leader(bool leader) { leader_ = leader; }
   // mpi_operator_api_requests_total{verb}: requests this process sent to the API server.
   void api_request(const std::string& verb);
@@ -46,11 +48,14 @@ class OperatorMetrics {
   uint64_t created() const { return created_; }
   uint64_t successful() const { return successful_; }
   uint64_t failed() const { return failed_; }
+  uint64_t retryable_errors() const { return retryable_errors_; }
+  uint64_t permanent_errors() const { return permanent_errors_; }
 
  private:
   static constexpr std::array<double, 12> kBuckets{0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                    0.25,  0.5,   1,    2.5,   5,    10};
-  std::atomic<uint64_t> created_{0}, successful_{0}, failed_{0}, errors_{0};
+  std::atomic<uint64_t> created_{0}, successful_{0}, failed_{0};
+  std::atomic<uint64_t> retryable_errors_{0}, permanent_errors_{0};
   std::atomic<bool> leader_{false};
 
   mutable std::mutex mu_;
