@@ -3,8 +3,11 @@
 // place in operator/mpijob that does I/O. Objects of the same name that the MPIJob does not
 // control are never touched: the sync records ErrResourceExists and throws.
 //
-// Errors are exceptions (kube::ApiError, ResourceExistsError); the caller requeues the key
-// with rate limiting, as the reference's worker loop does.
+// Errors are exceptions (kube::ApiError as the API server answered it, ResourceExistsError),
+// thrown unchanged -- also from the parallel pod creation -- so the caller can classify them
+// (controller/reconcile_failure.h): a retryable one is requeued with rate limiting, as the
+// reference's worker loop does; a permanent API refusal (422 Invalid, 403 Forbidden, ...)
+// waits for the next change of the MPIJob or its objects.
 #pragma once
 
 #include <chrono>

@@ -4,6 +4,7 @@
 
 #include <atomic>
 
+#include "kube/api_error.h"
 #include "kube/fake_clock.h"
 #include "kube/memory_client.h"
 #include "mpijob/reconciler.h"
@@ -142,13 +143,48 @@ TEST_F(ReconcilerTest, WorkerCreationFailureRecordsAnEvent) {
   create_job(testing::pi_job());
   client.set_failure_hook([](const kube::Request& r) -> std::optional<kube::ApiError> {
     if (r.verb == kube::Verb::Create && r.resource == kPods) {
-      return kube::ApiError(403, "Forbidden", "quota exceeded");
+      return kube::ApiError(403, "Forbidden",
+                            "pods \"" + r.name + "\" is forbidden: exceeded quota: gpu");
     }
     return std::nullopt;
   });
-  EXPECT_THROW(sync(), kube::ApiError);
+  try {
+    sync();
+    FAIL() << "a refused worker pod must fail the sync";
+  } catch (const kube::ApiError& e) {
+    EXPECT_FALSE(kube::is_permanent(e)) << "quota frees up by itself: " << e.what();
+  }
   ASSERT_TRUE(recorder.has_event("MPIJobFailed"));
   EXPECT_NE(recorder.events.back().message.find("worker pod created failed"), std::string::npos);
+}
+
+// The controller classifies what reconcile() throws: the API server's answer must come out of
+// the parallel pod creation unchanged (code, reason, rejected fields), not wrapped or sliced.
+TEST_F(ReconcilerTest, RefusedWorkerPodThrowsTheApiServersErrorUnchanged) {
+  create_job(testing::pi_job(8));
+  std::atomic<int> refused{0};
+  client.set_failure_hook([&](const kube::Request& r) -> std::optional<kube::ApiError> {
+    if (r.verb != kube::Verb::Create || r.resource != kPods) return std::nullopt;
+    ++refused;
+    kube::ApiError e(422, "Invalid", "Pod \"" + r.name + "\" is invalid: spec.containers[0]."
+                                     "image: Required value");
+    e.fields = {"spec.containers[0].image"};
+    return e;
+  });
+  try {
+    sync();
+    FAIL() << "a refused worker pod must fail the sync";
+  } catch (const kube::ApiError& e) {
+    EXPECT_EQ(e.code(), 422);
+    EXPECT_EQ(e.reason(), "Invalid");
+    EXPECT_EQ(e.fields, std::vector<std::string>{"spec.containers[0].image"});
+    EXPECT_TRUE(kube::is_permanent(e));
+  }
+  EXPECT_EQ(refused.load(), 8) << "every worker is tried once per sync";
+  EXPECT_THROW(get(kJobs, "pi-launcher"), kube::ApiError) << "no launcher without workers";
+  // What was written before the refusal stays: the next sync starts from there.
+  EXPECT_EQ(job()["status"]["conditions"][0]["reason"], "MPIJobCreated");
+  EXPECT_NO_THROW(get(kConfigMaps, "pi-config"));
 }
 
 }  // namespace
