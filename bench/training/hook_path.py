@@ -18,7 +18,13 @@ more loaded than it has cores, wall time mostly measures the scheduler, while
     cpu_per_gradient = (cpu(many) - cpu(many compute-only) - cpu(one) + cpu(one compute-only)) / 255
 
 still says what each extra gradient costs the thread that runs backward (hooks, hand-over, waits;
-with inline cycles also the engine work that thread does). Start it under a launcher, e.g.
+with inline cycles also the engine work that thread does). A fifth measurement, the many-tensor
+backward with a no-op hook on each parameter (registered as DistributedOptimizer registers its
+own), gives the floor of any binding that starts allreduces from per-parameter Python hooks:
+
+    hook_calls = step(no-op hooks) - many compute-only    floor_ratio = (communication(one) + hook_calls) / communication(one)
+
+Start it under a launcher, e.g.
 
     mpirun -np 2 --bind-to none /usr/bin/python3 bench/training/hook_path.py
     build/bin/korovodrun -np 2 /usr/bin/python3 bench/training/hook_path.py --rounds 9
@@ -99,7 +105,34 @@ def measurements(args):
 
         steps[label] = distributed
         steps[label + "_compute"] = alone
+        if label == "many":
+            # The floor: the same backward with a no-op hook per parameter, registered as
+            # DistributedOptimizer registers its hooks. No binding that starts each gradient's
+            # allreduce from a per-parameter Python hook can cost less than this.
+            hooked, keep = Model(args.tensors, numel), []
+            for p in hooked.parameters():
+                keep.append(_noop_hook(p))
+
+            def with_hooks(model=hooked, keep=keep):
+                for p in model.parameters():
+                    p.grad = None
+                model.loss().backward()
+
+            steps["many_hooks"] = with_hooks
     return steps
+
+
+def _noop(*_):
+    return None
+
+
+def _noop_hook(p):
+    """A hook that does nothing, where korovod.torch puts its own (see optimizer.py)."""
+    if hasattr(p, "register_post_accumulate_grad_hook"):
+        return p.register_post_accumulate_grad_hook(_noop)
+    grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+    grad_acc.register_hook(_noop)
+    return grad_acc
 
 
 def main(argv=None) -> int:
@@ -122,6 +155,7 @@ def main(argv=None) -> int:
     cpu_extra = (cpu_med["many"] - cpu_med["many_compute"]) - (cpu_med["one"] - cpu_med["one_compute"])
     comm_many = med["many"] - med["many_compute"]
     comm_one = med["one"] - med["one_compute"]
+    hooks = med["many_hooks"] - med["many_compute"]  # what the per-parameter hook calls alone cost
     per_round = [(m - mc) / (o - oc) for m, mc, o, oc in
                  zip(samples["many"], samples["many_compute"], samples["one"], samples["one_compute"])]
     if hvd.rank() == 0:
@@ -131,6 +165,9 @@ def main(argv=None) -> int:
             "communication_us": {"many": round(comm_many, 1), "one": round(comm_one, 1)},
             "ratio_many_over_one": round(comm_many / comm_one, 3),
             "ratio_per_round": [round(x, 3) for x in per_round],
+            "hook_calls_us": round(hooks, 1),
+            "floor_ratio": round((comm_one + hooks) / comm_one, 3),
+            "hook_cpu_per_gradient_us": round((cpu_med["many_hooks"] - cpu_med["many_compute"]) / args.tensors, 2),
             "thread_cpu_us": {k: round(v, 1) for k, v in cpu_med.items()},
             "cpu_per_gradient_us": round(cpu_extra / max(args.tensors - 1, 1), 2),
         }))
