@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "local/clock_sleep.h"
 #include "local/pod_runtime.h"
 
 namespace local {
@@ -93,8 +94,8 @@ kube::Object lease_object(const std::string& node, int lease_seconds, kube::Cloc
                     {"renewTime", micro_time(clock)}}}};
 }
 
-int run_kubelet(kube::Client& client, kube::Clock& clock, const KubeletOptions& o,
-                const std::atomic<bool>& stop, std::ostream& out) {
+int run_kubelet(kube::Client& client, kube::Clock& clock, ProcessLauncher& launcher,
+                const KubeletOptions& o, const std::atomic<bool>& stop, std::ostream& out) {
   struct sysinfo si{};
   sysinfo(&si);
   const int64_t mem_kib = int64_t(si.totalram) * si.mem_unit / 1024;
@@ -118,8 +119,7 @@ int run_kubelet(kube::Client& client, kube::Clock& clock, const KubeletOptions& 
     ro.isolation = Isolation::Rewrite;
     out << "korovod kubelet: bubblewrap is not usable (" << why << "); rewriting mount paths\n";
   }
-  const char* path = std::getenv("PATH");
-  ro.defaults.host_path_env = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  ro.defaults.host_path_env = o.host_path;
   ro.defaults.path_prepend = {o.bin_dir.string()};
   ro.defaults.python_path = build_tree_python_path(o.bin_dir);
   ro.defaults.extra_env = local_pod_env(o.work_dir, geteuid() == 0);
@@ -131,11 +131,12 @@ int run_kubelet(kube::Client& client, kube::Clock& clock, const KubeletOptions& 
     std::lock_guard<std::mutex> lock(out_mu);
     out << "[" << pod << "] " << line << "\n" << std::flush;
   };
-  PodRuntime runtime(client, clock, ro);
+  PodRuntime runtime(client, clock, launcher, ro);
   runtime.start();
   auto next = clock.steady_now() + o.heartbeat;
   while (!stop) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    sleep_for(clock, std::chrono::milliseconds(200));  // `stop` is a flag: polled
+    if (stop) break;
     if (clock.steady_now() < next) continue;
     next = clock.steady_now() + o.heartbeat;
     try {

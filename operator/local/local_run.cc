@@ -15,6 +15,7 @@
 #include "controller/manager.h"
 #include "kube/memory_client.h"
 #include "kube/object_meta.h"
+#include "local/clock_sleep.h"
 #include "local/job_controller.h"
 #include "local/pod_runtime.h"
 #include "local/ssh_mode.h"
@@ -26,8 +27,6 @@
 namespace local {
 namespace fs = std::filesystem;
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 kube::Object read_mpijob(const fs::path& path) {
   std::ifstream in(path);
@@ -45,9 +44,9 @@ kube::Object read_mpijob(const fs::path& path) {
 class Progress {
  public:
   // out_mu: held while writing to out, shared with everything else that writes there.
-  Progress(kube::Client& client, std::string ns, std::ostream& out, std::mutex& out_mu,
-           Clock::time_point start)
-      : client_(client), ns_(std::move(ns)), out_(out), out_mu_(out_mu), start_(start) {}
+  Progress(kube::Client& client, kube::Clock& clock, std::string ns, std::ostream& out,
+           std::mutex& out_mu, std::chrono::steady_clock::time_point start)
+      : client_(client), clock_(clock), ns_(std::move(ns)), out_(out), out_mu_(out_mu), start_(start) {}
 
   void poll() {
     for (const auto* r : {&kube::resources::kSecrets, &kube::resources::kConfigMaps,
@@ -68,17 +67,18 @@ class Progress {
     say(line);
   }
   void say(const std::string& line) {
-    const double s = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double s = std::chrono::duration<double>(clock_.steady_now() - start_).count();
     std::lock_guard<std::mutex> lock(out_mu_);
     out_ << fmt::format("korovod: [{:6.1f}s] {}\n", s, line) << std::flush;
   }
 
  private:
   kube::Client& client_;
+  kube::Clock& clock_;
   const std::string ns_;
   std::ostream& out_;
   std::mutex& out_mu_;
-  const Clock::time_point start_;
+  const std::chrono::steady_clock::time_point start_;
   std::set<std::string> seen_;
 };
 
@@ -92,7 +92,7 @@ const kube::Object* true_condition(const kube::Object& job, const std::string& t
 // container_restarts: every restart the pod runtime made, also in pods deleted since (the Job
 // controller deletes the launcher pod once its restarts reach backoffLimit).
 int summarize(const kube::Object& job, int container_restarts, const std::string& ns,
-              const std::string& outcome, Clock::duration took, std::ostream& out) {
+              const std::string& outcome, std::chrono::steady_clock::duration took, std::ostream& out) {
   int restarts = field(job, "status").value("restartCount", 0);
   int launcher_failures = field(field(field(job, "status"), "replicaStatuses"), "Launcher").value("failed", 0);
   std::string reason, message;
@@ -111,8 +111,8 @@ int summarize(const kube::Object& job, int container_restarts, const std::string
 
 }  // namespace
 
-int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
-              const std::atomic<bool>& interrupted) {
+int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher,
+              std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted) {
   kube::Object obj = read_mpijob(o.manifest);
   auto& meta = obj["metadata"];
   if (!meta.contains("namespace")) meta["namespace"] = "default";
@@ -128,7 +128,7 @@ int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
     }
   }
   const std::string ns = meta["namespace"], name = meta.value("name", "");
-  const auto start = Clock::now();
+  const auto start = clock.steady_now();
 
   fs::path work = o.work_dir;
   if (work.empty()) {
@@ -148,13 +148,12 @@ int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
         << "korovod:   falling back to rewriting mount paths in commands and env; pods share the "
            "host's hostname and mounts\n";
   }
-  const char* host_path = std::getenv("PATH");
-  ro.defaults.host_path_env = host_path ? host_path : "/usr/local/bin:/usr/bin:/bin";
+  ro.defaults.host_path_env = o.host_path;
   ro.defaults.path_prepend = {o.bin_dir.string()};
   ro.defaults.python_path = build_tree_python_path(o.bin_dir);
   ro.defaults.extra_env = local_pod_env(work, geteuid() == 0);
   set_env(ro.defaults.extra_env, "KOROVOD_POD_NAMESPACE", ns);
-  SshMode ssh(o.ssh_config_dir, work);
+  SshMode ssh(o.ssh_config_dir, work, launcher, {{"PATH", o.host_path}});
   std::mutex out_mu;
   ro.log = [&](const std::string& pod, const std::string&, const std::string& line) {
     std::lock_guard<std::mutex> lock(out_mu);
@@ -180,9 +179,8 @@ int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
     }
   };
 
-  kube::RealClock clock;
   kube::MemoryClient client(clock);
-  Progress progress(client, ns, out, out_mu, start);
+  Progress progress(client, clock, ns, out, out_mu, start);
   std::atomic<int> container_restarts{0};
   ro.on_restart = [&](const std::string& pod, const std::string& container, int count) {
     ++container_restarts;
@@ -202,14 +200,14 @@ int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
   controller::Manager manager(client, mo, clock);
   std::stop_source stop;
   std::jthread manager_thread([&](std::stop_token) { manager.run(stop.get_token()); });
-  PodRuntime runtime(client, clock, ro);
+  PodRuntime runtime(client, clock, launcher, ro);
   runtime.start();
   JobController jobs(client, clock);
 
   std::string outcome;
   kube::Object final_job;
   while (outcome.empty()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    sleep_for(clock, std::chrono::milliseconds(100));
     jobs.sync_all();
     progress.poll();
     final_job = client.get(mpijob::kMPIJobs, ns, name);
@@ -219,13 +217,13 @@ int run_local(const RunOptions& o, std::ostream& out, std::ostream& err,
     if (true_condition(final_job, "Succeeded")) outcome = "Succeeded";
     else if (true_condition(final_job, "Failed")) outcome = "Failed";
     else if (interrupted) outcome = "Interrupted";
-    else if (o.timeout.count() > 0 && Clock::now() - start > o.timeout) outcome = "TimedOut";
+    else if (o.timeout.count() > 0 && clock.steady_now() - start > o.timeout) outcome = "TimedOut";
   }
   progress.say("MPIJob " + outcome + "; stopping pods");
   runtime.stop();
   stop.request_stop();
   manager_thread.join();
-  int code = summarize(final_job, container_restarts.load(), ns, outcome, Clock::now() - start, out);
+  int code = summarize(final_job, container_restarts.load(), ns, outcome, clock.steady_now() - start, out);
   if (outcome == "Interrupted") code = kExitInterrupted;
   if (outcome == "TimedOut") code = kExitTimeout;
   if (o.keep) {

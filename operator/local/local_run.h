@@ -11,6 +11,9 @@
 #include <optional>
 #include <string>
 
+#include "kube/clock.h"
+#include "local/process_launcher.h"
+
 namespace local {
 
 struct RunOptions {
@@ -22,6 +25,7 @@ struct RunOptions {
   std::filesystem::path work_dir;      // "": a new directory under $TMPDIR
   std::filesystem::path bin_dir;       // put in front of pods' PATH; holds korovod-rsh
   std::filesystem::path ssh_config_dir;  // docker/ssh (sshd_config, ssh_config)
+  std::string host_path = "/usr/local/bin:/usr/bin:/bin";  // the host's PATH, behind bin_dir in pods
 };
 
 // Exit codes of `korovod run`.
@@ -31,7 +35,8 @@ inline constexpr int kExitInvalid = 2;
 inline constexpr int kExitTimeout = 124;
 inline constexpr int kExitInterrupted = 130;
 
-int run_local(const RunOptions& options, std::ostream& out, std::ostream& err,
-              const std::atomic<bool>& interrupted);
+// Pods' processes are started with `launcher`; time (progress, --timeout, every wait) is `clock`.
+int run_local(const RunOptions& options, kube::Clock& clock, ProcessLauncher& launcher,
+              std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted);
 
 }  // namespace local

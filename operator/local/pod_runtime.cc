@@ -31,8 +31,9 @@ void make_mount_points(const std::vector<Mount>& mounts) {
 
 }  // namespace
 
-PodRuntime::PodRuntime(kube::Client& client, kube::Clock& clock, RuntimeOptions options)
-    : client_(client), clock_(clock), options_(std::move(options)) {}
+PodRuntime::PodRuntime(kube::Client& client, kube::Clock& clock, ProcessLauncher& launcher,
+                       RuntimeOptions options)
+    : client_(client), clock_(clock), launcher_(launcher), options_(std::move(options)) {}
 
 PodRuntime::~PodRuntime() { stop(); }
 
@@ -165,8 +166,7 @@ void PodRuntime::start_container(const Pod& pod, Container& c) {
     if (log) log(pod_name, name, line);
   };
   try {
-    c.process = std::make_unique<Process>(sandboxed(c.launch, options_.isolation, options_.bwrap_path),
-                                          sink);
+    c.process = launcher_.start(sandboxed(c.launch, options_.isolation, options_.bwrap_path), sink);
     c.state.state = State::Running;
     c.state.reason.clear();
     c.state.message.clear();
@@ -252,7 +252,7 @@ void PodRuntime::stop_pod(Pod& pod) {
   }
   for (auto& c : pod.containers) {
     if (!c.process) continue;
-    c.state.exit_code = c.process->stop(grace);
+    c.state.exit_code = stop_process(*c.process, grace, clock_);
     c.process.reset();
     c.state.state = State::Terminated;
     c.state.reason = termination_reason(c.state.exit_code);

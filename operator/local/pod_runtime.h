@@ -5,8 +5,9 @@
 // to 5 min; restart_backoff),
 // reports phase, container states, exit codes, restartCount and conditions with update_status,
 // keeps configMap / secret volumes of running pods up to date (volume_refresh), and stops a
-// pod's process groups — and what korovod-rsh started in the pod (rsh_registry.h) — (SIGTERM,
-// grace, SIGKILL) when the pod is deleted.
+// pod's process groups — and what korovod-rsh started in the pod (rsh_agent.h) — (SIGTERM,
+// grace, SIGKILL) when the pod is deleted. Containers are started with the ProcessLauncher it is
+// given (HostProcessLauncher in production) and waited for on its kube::Clock.
 // Init containers are not run (documented in README.md).
 #pragma once
 
@@ -20,7 +21,7 @@
 #include "kube/clock.h"
 #include "local/pod_launch.h"
 #include "local/pod_status.h"
-#include "local/process.h"
+#include "local/process_launcher.h"
 
 namespace local {
 
@@ -54,7 +55,8 @@ std::chrono::milliseconds restart_backoff(int restarts, std::chrono::millisecond
 
 class PodRuntime {
  public:
-  PodRuntime(kube::Client& client, kube::Clock& clock, RuntimeOptions options);
+  PodRuntime(kube::Client& client, kube::Clock& clock, ProcessLauncher& launcher,
+             RuntimeOptions options);
   ~PodRuntime();  // stops every pod
   void start();
   void stop();    // stops every pod's processes and the loop
@@ -64,7 +66,7 @@ class PodRuntime {
   struct Container {
     kube::Object spec;
     LaunchSpec launch;
-    std::unique_ptr<Process> process;
+    std::unique_ptr<LaunchedProcess> process;
     std::chrono::steady_clock::time_point restart_at{};
     ContainerRunState state;
   };
@@ -89,6 +91,7 @@ class PodRuntime {
 
   kube::Client& client_;
   kube::Clock& clock_;
+  ProcessLauncher& launcher_;
   const RuntimeOptions options_;
   std::map<std::string, Pod> pods_;  // by uid; touched only by the loop thread (and stop())
   std::mutex mu_;

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -64,7 +65,10 @@ Process::Process(const Exec& exec, LineSink sink) : sink_(std::move(sink)) {
 }
 
 Process::~Process() {
-  if (!exit_code_) stop(std::chrono::milliseconds(2000));
+  if (!exit_code_) {
+    kube::RealClock clock;
+    stop_process(*this, std::chrono::milliseconds(2000), clock);
+  }
   stop_pump_ = true;
   if (pump_thread_.joinable()) pump_thread_.join();
   if (out_fd_ >= 0) close(out_fd_);
@@ -94,30 +98,29 @@ void Process::pump() {
   if (!pending.empty()) sink_(pending);
 }
 
+void Process::ended(int status) {
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // Anything the main process left in its group goes with it, as with a container's init.
+  kill(-pid_, SIGKILL);
+}
+
 std::optional<int> Process::poll() {
   if (exit_code_) return exit_code_;
   int status = 0;
-  pid_t r = waitpid(pid_, &status, WNOHANG);
-  if (r == pid_) {
-    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    // Anything the main process left in its group goes with it, as with a container's init.
-    kill(-pid_, SIGKILL);
-  }
+  if (waitpid(pid_, &status, WNOHANG) == pid_) ended(status);
   return exit_code_;
 }
 
-int Process::stop(std::chrono::milliseconds grace) {
-  if (poll()) return *exit_code_;
-  kill(-pid_, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + grace;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (poll()) return *exit_code_;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(-pid_, SIGKILL);
+void Process::signal(int signo) {
+  if (!exit_code_) kill(-pid_, signo);
+}
+
+int Process::wait() {
+  if (exit_code_) return *exit_code_;
   int status = 0;
-  waitpid(pid_, &status, 0);
-  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  ended(status);
   return *exit_code_;
 }
 

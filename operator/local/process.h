@@ -1,6 +1,7 @@
-// One container process: started in its own process group with stdout and stderr on a pipe,
-// whose lines go to a sink (the prefixed console, a log file). The group is what a pod owns:
-// stopping it signals the whole group (SIGTERM, then SIGKILL after the grace period).
+// The host's processes behind ProcessLauncher (process_launcher.h): a Process is started with
+// fork/execve in its own process group, with stdout and stderr on a pipe whose lines go to a sink
+// (the prefixed console, a log file). The group is what a pod owns: signals go to the whole
+// group (stop_process: SIGTERM, then SIGKILL after the grace period).
 #pragma once
 
 #include <sys/types.h>
@@ -14,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "local/process_launcher.h"
 #include "local/sandbox.h"
 
 namespace local {
@@ -38,24 +40,22 @@ class ExecArgs {
   std::vector<char*> argv_, envp_;
 };
 
-using LineSink = std::function<void(const std::string& line)>;
-
-class Process {
+class Process final : public LaunchedProcess {
  public:
   // Starts exec.argv with exec.env (argv[0] is looked up in env's PATH). Throws on failure.
   Process(const Exec& exec, LineSink sink);
-  ~Process();  // stops the group if it still runs, then joins the log pump
+  ~Process() override;  // stops the group if it still runs (2 s grace), then joins the log pump
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
 
   pid_t pid() const { return pid_; }
-  // The exit code once the process ended (128 + signal number when killed by a signal).
-  std::optional<int> poll();
-  // SIGTERM to the group, up to `grace` for it to end, then SIGKILL; returns the exit code.
-  int stop(std::chrono::milliseconds grace);
+  std::optional<int> poll() override;
+  void signal(int signo) override;
+  int wait() override;
 
  private:
   void pump();
+  void ended(int status);  // records the exit code of a wait status, kills what is left in the group
 
   pid_t pid_ = -1;
   int out_fd_ = -1;
@@ -63,6 +63,14 @@ class Process {
   std::atomic<bool> stop_pump_{false};
   LineSink sink_;
   std::thread pump_thread_;
+};
+
+// The production launcher: every process a Process.
+class HostProcessLauncher final : public ProcessLauncher {
+ public:
+  std::unique_ptr<LaunchedProcess> start(const Exec& exec, LineSink sink) override {
+    return std::make_unique<Process>(exec, std::move(sink));
+  }
 };
 
 // Resolves a command name against a PATH value ("" when not found); names with '/' pass through.

@@ -1,7 +1,12 @@
 #include "local/process.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include <filesystem>
 #include <fstream>
@@ -63,6 +68,50 @@ TEST(ExecArgs, EmptyCommandAndAProgramNotOnPathAreErrorsNamingIt) {
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()), "executable file not found in $PATH: no-such-trainer");
   }
+}
+
+// The real launcher: only the given environment, stdout and stderr both to the sink, the exit
+// code as the shell gives it.
+TEST(HostProcessLauncher, RunsWithTheGivenEnvOnlyAndReportsOutputAndExitCode) {
+  HostProcessLauncher launcher;
+  const RunResult r = run_to_end(
+      launcher, Exec{{"sh", "-c", "echo \"X=$X HOME=$HOME\"; echo oops >&2; exit 3"},
+                     {{"PATH", "/usr/bin:/bin"}, {"X", "1"}}});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.output, (std::vector<std::string>{"X=1 HOME=", "oops"}));
+}
+
+TEST(HostProcessLauncher, ASignalToTheGroupEndsTheProcessWith128PlusItsNumber) {
+  HostProcessLauncher launcher;
+  auto p = launcher.start(Exec{{"sleep", "300"}, {{"PATH", "/usr/bin:/bin"}}}, [](const std::string&) {});
+  EXPECT_EQ(p->poll(), std::nullopt);
+  p->signal(SIGKILL);
+  EXPECT_EQ(p->wait(), 128 + SIGKILL);
+  EXPECT_EQ(p->poll(), 128 + SIGKILL);
+}
+
+TEST(HostProcessLauncher, StopProcessKillsAGroupThatIgnoresSigtermAfterTheGrace) {
+  HostProcessLauncher launcher;
+  // The shell and its child both ignore SIGTERM (an ignored signal stays ignored across exec).
+  std::atomic<bool> ready{false};
+  auto p = launcher.start(
+      Exec{{"sh", "-c", "trap '' TERM; sleep 300 & echo ready; wait"}, {{"PATH", "/usr/bin:/bin"}}},
+      [&](const std::string& line) { ready = ready || line == "ready"; });
+  for (int i = 0; i < 500 && !ready; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(ready) << "the shell did not start";
+  kube::RealClock clock;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(stop_process(*p, std::chrono::milliseconds(300), clock), 128 + SIGKILL);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, std::chrono::milliseconds(300));
+  EXPECT_LT(took, std::chrono::seconds(5));
+}
+
+TEST(HostProcessLauncher, AProgramNotOnPathIsAnErrorAtStart) {
+  HostProcessLauncher launcher;
+  EXPECT_THROW(launcher.start(Exec{{"no-such-program-korovod"}, {{"PATH", "/usr/bin:/bin"}}},
+                              [](const std::string&) {}),
+               std::runtime_error);
 }
 
 }  // namespace

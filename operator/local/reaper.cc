@@ -9,8 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "local/clock_sleep.h"
 
 namespace local {
 namespace {
@@ -38,8 +39,8 @@ std::vector<pid_t> children_of(pid_t parent) {
 
 bool become_subreaper() { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; }
 
-int reap_all_children(std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
+int reap_all_children(std::chrono::milliseconds limit, kube::Clock& clock) {
+  const auto deadline = clock.steady_now() + limit;
   int reaped = 0;
   for (;;) {
     for (pid_t child : children_of(getpid())) kill(child, SIGKILL);
@@ -47,8 +48,8 @@ int reap_all_children(std::chrono::milliseconds limit) {
     pid_t r;
     while ((r = waitpid(-1, &status, WNOHANG)) > 0) ++reaped;
     if (r < 0 && errno == ECHILD) return reaped;  // nothing left, not even a zombie
-    if (std::chrono::steady_clock::now() >= deadline) return reaped;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (clock.steady_now() >= deadline) return reaped;
+    sleep_for(clock, std::chrono::milliseconds(10));
   }
 }
 

@@ -6,14 +6,16 @@
 
 #include <chrono>
 
+#include "kube/clock.h"
+
 namespace local {
 
 // Marks this process as a child subreaper (Linux prctl). Returns false if the kernel refuses.
 bool become_subreaper();
 
-// SIGKILLs every remaining child of this process and reaps them all, waiting at most `limit`.
-// Returns the number of children reaped. Call only once no Process object still waits on its
-// own child (waitpid(-1) would take their exit statuses).
-int reap_all_children(std::chrono::milliseconds limit);
+// SIGKILLs every remaining child of this process and reaps them all, waiting at most `limit` on
+// `clock` (polling every 10 ms). Returns the number of children reaped. Call only once no
+// Process object still waits on its own child (waitpid(-1) would take their exit statuses).
+int reap_all_children(std::chrono::milliseconds limit, kube::Clock& clock);
 
 }  // namespace local

@@ -40,8 +40,13 @@ void SshMode::adjust_worker(const std::string& pod, const std::string& fqdn,
                             LaunchSpec& launch) {
   const fs::path key = pod_dir / "ssh_host_ed25519_key";
   fs::create_directories(pod_dir);
-  const std::string keygen = "ssh-keygen -q -t ed25519 -N '' -f '" + key.string() + "' </dev/null >/dev/null";
-  if (std::system(keygen.c_str()) != 0) throw std::runtime_error("ssh-keygen failed for " + pod);
+  const RunResult keygen = run_to_end(
+      launcher_, Exec{{"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key.string()}, tool_env_});
+  if (keygen.exit_code != 0) {
+    std::string why = "ssh-keygen failed for " + pod + " (exit code " + std::to_string(keygen.exit_code) + ")";
+    for (const auto& line : keygen.output) why += "\n  " + line;
+    throw std::runtime_error(why);
+  }
   fs::create_directories("/run/sshd");  // sshd's privilege separation directory
   const int port = port_for(pod, fqdn);
   launch.command = {"/usr/sbin/sshd", "-De",

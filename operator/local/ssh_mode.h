@@ -7,12 +7,14 @@
 // The launcher gets docker/ssh/ssh_config with one `Host <fqdn> <pod>` block per worker in
 // front (HostName 127.0.0.1, Port <port>), mounted at /etc/ssh/ssh_config, and mpirun's
 // OMPI_MCA_plm_rsh_agent is left at ssh.
+// The pod's host key is made with ssh-keygen, run through the ProcessLauncher it is given.
 #pragma once
 
 #include <filesystem>
 #include <map>
 #include <mutex>
 
+#include "local/process_launcher.h"
 #include "local/sandbox.h"
 
 namespace local {
@@ -22,10 +24,14 @@ int free_loopback_port();
 
 class SshMode {
  public:
-  SshMode(std::filesystem::path ssh_config_dir, std::filesystem::path work_dir)
-      : config_dir_(std::move(ssh_config_dir)), work_dir_(std::move(work_dir)) {}
+  // tool_env: the environment ssh-keygen runs with (the host's PATH).
+  SshMode(std::filesystem::path ssh_config_dir, std::filesystem::path work_dir,
+          ProcessLauncher& launcher, EnvList tool_env)
+      : config_dir_(std::move(ssh_config_dir)), work_dir_(std::move(work_dir)),
+        launcher_(launcher), tool_env_(std::move(tool_env)) {}
 
-  // Worker: replaces the launch's command with sshd (see above).
+  // Worker: makes the pod's host key <pod_dir>/ssh_host_ed25519_key (throws, with ssh-keygen's
+  // output, when that fails) and replaces the launch's command with sshd (see above).
   void adjust_worker(const std::string& pod, const std::string& fqdn,
                      const std::string& ssh_mount_path, const std::filesystem::path& pod_dir,
                      LaunchSpec& launch);
@@ -42,6 +48,8 @@ class SshMode {
 
  private:
   const std::filesystem::path config_dir_, work_dir_;
+  ProcessLauncher& launcher_;
+  const EnvList tool_env_;
   mutable std::mutex mu_;
   std::map<std::string, std::pair<std::string, int>> hosts_;  // GUARDED_BY(mu_): pod -> (fqdn, port)
 };

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "local/reaper.h"
 #include "local/kubelet.h"
 #include "local/local_run.h"
+#include "local/process.h"
 
 namespace fs = std::filesystem;
 
@@ -33,6 +35,12 @@ std::chrono::seconds parse_duration(const std::string& s) {
 }
 
 fs::path own_dir() { return fs::read_symlink("/proc/self/exe").parent_path(); }
+
+// The host's PATH: pods get it behind the korovod binary's directory, ssh-keygen runs with it.
+std::string host_path() {
+  const char* path = std::getenv("PATH");
+  return path ? path : "/usr/local/bin:/usr/bin:/bin";
+}
 
 fs::path default_ssh_config_dir() {
   if (const char* d = std::getenv("KOROVOD_SSH_CONFIG_DIR")) return d;
@@ -91,6 +99,9 @@ int main(int argc, char** argv) {
     interrupted = true;
   }).detach();
 
+  // The environment is read here only (host_path, default_ssh_config_dir) and passed down.
+  kube::RealClock clock;
+  local::HostProcessLauncher launcher;
   try {
     if (*run_cmd) {
       run.workers = workers;
@@ -101,13 +112,15 @@ int main(int argc, char** argv) {
       if (!local::become_subreaper()) {
         std::cerr << "korovod: cannot become a child subreaper; orphans of pods are left to init\n";
       }
-      const int code = local::run_local(run, std::cout, std::cerr, interrupted);
-      local::reap_all_children(std::chrono::seconds(5));
+      run.host_path = host_path();
+      const int code = local::run_local(run, clock, launcher, std::cout, std::cerr, interrupted);
+      local::reap_all_children(std::chrono::seconds(5), clock);
       return code;
     }
     local::KubeletOptions ko;
     ko.node_name = node_name;
     ko.bin_dir = own_dir();
+    ko.host_path = host_path();
     if (kubelet_dir.empty()) {
       std::string tmpl = (fs::temp_directory_path() / "korovod-kubelet-XXXXXX").string();
       if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a work directory");
@@ -115,9 +128,8 @@ int main(int argc, char** argv) {
     }
     fs::create_directories(kubelet_dir);
     ko.work_dir = fs::canonical(kubelet_dir);
-    kube::RealClock clock;
     kube::RestClient client(kube::load_kubeconfig(kubeconfig), {}, clock);
-    return local::run_kubelet(client, clock, ko, interrupted, std::cout);
+    return local::run_kubelet(client, clock, launcher, ko, interrupted, std::cout);
   } catch (const std::exception& e) {
     std::cerr << "korovod: " << e.what() << "\n";
     return 1;
