@@ -53,7 +53,26 @@ TEST(Kubelet, RegistersRenewsOnTheClockAndRunsOnlyItsOwnPods) {
   std::atomic<bool> stop{false};
   std::ostringstream out;
   int code = -1;
-  std::thread kubelet([&] { code = run_kubelet(client, clock, launcher, o, stop, out); });
+  std::atomic<bool> returned{false};
+  std::thread kubelet([&] {
+    code = run_kubelet(client, clock, launcher, o, stop, out);
+    returned = true;
+  });
+  struct StopAtExit {  // a failed ASSERT still stops and joins the kubelet
+    std::atomic<bool>& stop;
+    std::atomic<bool>& returned;
+    kube::FakeClock& clock;
+    std::thread& thread;
+    ~StopAtExit() {
+      if (!thread.joinable()) return;
+      stop = true;
+      while (!returned) {  // its stop check runs every 200 ms of clock time
+        clock.advance(250ms);
+        std::this_thread::sleep_for(1ms);
+      }
+      thread.join();
+    }
+  } stop_at_exit{stop, returned, clock, kubelet};
 
   ASSERT_TRUE(eventually([&] { return renew_time(client) == "2026-01-01T00:00:00.000000Z"; }))
       << renew_time(client);
