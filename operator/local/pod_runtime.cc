@@ -248,7 +248,7 @@ void PodRuntime::stop_pod(Pod& pod) {
     // ssh retries a host whose sshd is gone); then what it started there stops.
     std::error_code ec;
     fs::remove(pod_dir(ns, name) / "context.json", ec);
-    stop_rsh_processes(pod_dir(ns, name), grace);
+    stop_rsh_processes(pod_dir(ns, name), grace, clock_);
   }
   for (auto& c : pod.containers) {
     if (!c.process) continue;

@@ -2,12 +2,13 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <set>
-#include <thread>
 #include <stdexcept>
 
+#include "local/clock_sleep.h"
 #include "local/pod_launch.h"
 
 namespace local {
@@ -87,13 +88,14 @@ std::vector<pid_t> rsh_processes(const std::filesystem::path& pod_dir,
   return out;
 }
 
-int stop_rsh_processes(const std::filesystem::path& pod_dir, std::chrono::milliseconds grace) {
+int stop_rsh_processes(const std::filesystem::path& pod_dir, std::chrono::milliseconds grace,
+                       kube::Clock& clock) {
   const std::vector<pid_t> found = rsh_processes(pod_dir);
   if (found.empty()) return 0;
   for (pid_t p : found) kill(p, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + grace;
-  while (!rsh_processes(pod_dir).empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto deadline = clock.steady_now() + grace;
+  while (!rsh_processes(pod_dir).empty() && clock.steady_now() < deadline) {
+    sleep_until(clock, std::min(deadline, clock.steady_now() + std::chrono::milliseconds(20)));
   }
   for (pid_t p : rsh_processes(pod_dir)) kill(p, SIGKILL);
   return static_cast<int>(found.size());

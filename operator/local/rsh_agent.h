@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kube/clock.h"
 #include "local/sandbox.h"
 
 namespace local {
@@ -44,8 +45,9 @@ Exec rsh_exec(const RshRequest& request, const std::filesystem::path& pod_dir);
 std::vector<pid_t> rsh_processes(const std::filesystem::path& pod_dir,
                                  const std::filesystem::path& proc = "/proc");
 
-// SIGTERM to each of them, SIGKILL to those still alive after `grace`. Returns how many were
-// found.
-int stop_rsh_processes(const std::filesystem::path& pod_dir, std::chrono::milliseconds grace);
+// SIGTERM to each of them, SIGKILL to those still alive after `grace` on `clock`. Returns how
+// many were found.
+int stop_rsh_processes(const std::filesystem::path& pod_dir, std::chrono::milliseconds grace,
+                       kube::Clock& clock);
 
 }  // namespace local

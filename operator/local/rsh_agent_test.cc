@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "local/pod_launch.h"
 
 namespace local {
@@ -54,6 +56,7 @@ TEST(RshAgent, ExecCarriesThePodMarker) {
 }
 
 TEST(RshAgent, StopsTheProcessesOfThatPodOnly) {
+  kube::RealClock clock;
   const pid_t mine = spawn_sleep("/pods/ns/w-1"), other = spawn_sleep("/pods/ns/w-10"),
               none = spawn_sleep("");
   ASSERT_GT(mine, 0);
@@ -63,13 +66,13 @@ TEST(RshAgent, StopsTheProcessesOfThatPodOnly) {
   EXPECT_FALSE(contains(found, other));
   EXPECT_FALSE(contains(found, none));
 
-  EXPECT_EQ(stop_rsh_processes("/pods/ns/w-1", 2s), 1);
+  EXPECT_EQ(stop_rsh_processes("/pods/ns/w-1", 2s, clock), 1);
   int status = 0;
   ASSERT_EQ(waitpid(mine, &status, 0), mine);
   EXPECT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGTERM);
   EXPECT_EQ(kill(other, 0), 0) << "another pod's process was stopped";
-  EXPECT_EQ(stop_rsh_processes("/pods/ns/w-1", 2s), 0);
+  EXPECT_EQ(stop_rsh_processes("/pods/ns/w-1", 2s, clock), 0);
   for (pid_t p : {other, none}) {
     kill(p, SIGKILL);
     waitpid(p, &status, 0);
@@ -87,8 +90,9 @@ TEST(RshAgent, KillsWhatIgnoresSigterm) {
     _exit(127);
   }
   std::this_thread::sleep_for(200ms);
+  kube::RealClock clock;
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_GE(stop_rsh_processes("/pods/ns/stubborn", 300ms), 1);
+  EXPECT_GE(stop_rsh_processes("/pods/ns/stubborn", 300ms, clock), 1);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
