@@ -27,6 +27,7 @@
 #include "kube/config.h"
 #include "kube/http_server.h"
 #include "kube/leader_election.h"
+#include "kube/mutex.h"
 #include "kube/rest_client.h"
 #include "mpijob/ssh_keys.h"
 
@@ -148,9 +149,9 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
 
   // Leader election on Lease mpi-operator (the reference's 15s / 5s / 3s). Losing the lease
   // while running is fatal: another replica leads now.
-  std::mutex lead_mu;
+  kube::Mutex lead_mu;
   std::condition_variable_any lead_cv;
-  bool leading = false;            // GUARDED_BY(lead_mu)
+  bool leading KOROVOD_GUARDED_BY(lead_mu) = false;
   std::atomic<bool> stopping{false};
   kube::LeaderElectionConfig lc;
   lc.lease_namespace = flags.lock_namespace;
@@ -163,7 +164,7 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
   lc.on_started_leading = [&] {
     log.info("successfully acquired lease", {{"lease", flags.lock_namespace + "/mpi-operator"},
                                              {"identity", identity}});
-    std::lock_guard lock(lead_mu);
+    kube::MutexLock lock(lead_mu);
     leading = true;
     lead_cv.notify_all();
   };
@@ -186,7 +187,7 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
                             : kube::CheckResult::failed("caches not synced yet");
   };
   auto alive = [&]() -> kube::CheckResult {
-    std::lock_guard lock(lead_mu);
+    kube::MutexLock lock(lead_mu);
     if (flags.leader_elect && leading && !elector.is_leader() && !stopping) {
       return kube::CheckResult::failed("leader lease lost");
     }
@@ -227,7 +228,7 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
     election = std::jthread([&] { elector.run(); });
     bool led = false;
     {
-      std::unique_lock lock(lead_mu);
+      kube::MutexLock lock(lead_mu);
       auto token = stop.get_token();
       led = lead_cv.wait(lock, token, [&] { return leading; });
     }

@@ -76,7 +76,7 @@ std::string Logger::format(LogLevel l, const std::string& msg, const LogFields& 
 void Logger::log(LogLevel l, const std::string& msg, const LogFields& fields) {
   if (!enabled(l)) return;
   const std::string line = format(l, msg, fields);
-  std::lock_guard lock(mu_);
+  kube::MutexLock lock(mu_);
   out_ << line << '\n' << std::flush;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kube/clock.h"
+#include "kube/mutex.h"
 
 namespace controller {
 
@@ -48,7 +49,7 @@ class Logger {
   const LogFormat format_;
   const LogLevel level_;
   kube::Clock& clock_;
-  std::mutex mu_;  // one line at a time
+  kube::Mutex mu_;  // one line at a time
 };
 
 }  // namespace controller

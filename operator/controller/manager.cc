@@ -8,6 +8,7 @@
 #include "controller/reconcile_failure.h"
 #include "controller/recorder.h"
 #include "controller/verified_status_client.h"
+#include "kube/mutex.h"
 #include "kube/object_meta.h"
 #include "kube/rate_limiter.h"
 #include "mpijob/builders.h"
@@ -152,9 +153,9 @@ void Manager::run(std::stop_token stop) {
   for (int i = 0; i < std::max(1, options_.threadiness); ++i) workers.emplace_back([this] { worker(); });
   synced_ = true;
   {
-    std::mutex mu;
+    kube::Mutex mu;
     std::condition_variable_any cv;
-    std::unique_lock lock(mu);
+    kube::MutexLock lock(mu);
     cv.wait(lock, stop, [] { return false; });
   }
   log_->info("stopping: finishing in-flight reconciles");

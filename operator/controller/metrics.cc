@@ -26,18 +26,18 @@ void scalar(std::string& out, const char* name, const char* type, const char* he
 
 void OperatorMetrics::set_job_info(const std::string& ns, const std::string& job,
                                    const std::string& launcher) {
-  std::lock_guard lock(mu_);
+  kube::MutexLock lock(mu_);
   job_info_[ns + "/" + job] = {launcher, ns};
 }
 
 void OperatorMetrics::remove_job_info(const std::string& ns, const std::string& job) {
-  std::lock_guard lock(mu_);
+  kube::MutexLock lock(mu_);
   job_info_.erase(ns + "/" + job);
 }
 
 void OperatorMetrics::observe_reconcile(std::chrono::nanoseconds d) {
   const double s = std::chrono::duration<double>(d).count();
-  std::lock_guard lock(mu_);
+  kube::MutexLock lock(mu_);
   for (size_t i = 0; i < kBuckets.size(); ++i) {
     if (s <= kBuckets[i]) ++bucket_counts_[i];
   }
@@ -46,12 +46,12 @@ void OperatorMetrics::observe_reconcile(std::chrono::nanoseconds d) {
 }
 
 void OperatorMetrics::api_request(const std::string& verb) {
-  std::lock_guard lock(mu_);
+  kube::MutexLock lock(mu_);
   ++api_requests_[verb];
 }
 
 void OperatorMetrics::set_queue_depth(std::function<size_t()> depth) {
-  std::lock_guard lock(mu_);
+  kube::MutexLock lock(mu_);
   queue_depth_ = std::move(depth);
 }
 
@@ -72,7 +72,7 @@ std::string OperatorMetrics::render() const {
       "mpi_operator_reconcile_errors_total{{class=\"permanent\"}} {}\n"
       "mpi_operator_reconcile_errors_total{{class=\"retryable\"}} {}\n",
       permanent_errors_.load(), retryable_errors_.load());
-  std::lock_guard lock(mu_);
+  kube::MutexLock lock(mu_);
   out += "# HELP mpi_operator_job_info Information about MPIJob\n"
          "# TYPE mpi_operator_job_info gauge\n";
   for (const auto& [key, info] : job_info_) {

@@ -24,6 +24,8 @@
 #include <string>
 #include <utility>
 
+#include "kube/mutex.h"
+
 namespace controller {
 
 class OperatorMetrics {
@@ -58,13 +60,13 @@ class OperatorMetrics {
   std::atomic<uint64_t> retryable_errors_{0}, permanent_errors_{0};
   std::atomic<bool> leader_{false};
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::pair<std::string, std::string>> job_info_;  // GUARDED_BY(mu_)
-  std::array<uint64_t, kBuckets.size()> bucket_counts_{};                // GUARDED_BY(mu_)
-  uint64_t reconcile_count_ = 0;                                         // GUARDED_BY(mu_)
-  double reconcile_sum_ = 0;                                             // GUARDED_BY(mu_)
-  std::function<size_t()> queue_depth_;                                  // GUARDED_BY(mu_)
-  std::map<std::string, uint64_t> api_requests_;                         // GUARDED_BY(mu_)
+  mutable kube::Mutex mu_;
+  std::map<std::string, std::pair<std::string, std::string>> job_info_ KOROVOD_GUARDED_BY(mu_);
+  std::array<uint64_t, kBuckets.size()> bucket_counts_ KOROVOD_GUARDED_BY(mu_){};
+  uint64_t reconcile_count_ KOROVOD_GUARDED_BY(mu_) = 0;
+  double reconcile_sum_ KOROVOD_GUARDED_BY(mu_) = 0;
+  std::function<size_t()> queue_depth_ KOROVOD_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> api_requests_ KOROVOD_GUARDED_BY(mu_);
 };
 
 }  // namespace controller

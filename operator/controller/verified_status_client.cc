@@ -20,13 +20,13 @@ bool may_have_landed(const kube::ApiError& e) { return unanswered(e) || kube::is
 }  // namespace
 
 void VerifiedStatusClient::answered(const kube::Object& written) {
-  std::lock_guard lock(mu_);
+  kube::MutexLock lock(mu_);
   if (answered_rv_.size() > 100000) answered_rv_.clear();  // deleted jobs' entries, now and then
   answered_rv_[kube::object_key(written)] = kube::resource_version_of(written);
 }
 
 bool VerifiedStatusClient::answered_before(const kube::Object& current) {
-  std::lock_guard lock(mu_);
+  kube::MutexLock lock(mu_);
   auto it = answered_rv_.find(kube::object_key(current));
   return it != answered_rv_.end() && it->second == kube::resource_version_of(current);
 }
@@ -41,9 +41,9 @@ kube::Object VerifiedStatusClient::update_status(const kube::Resource& r, const 
     if (!may_have_landed(e)) throw;
     const std::string sent_rv = kube::resource_version_of(obj);
     const kube::Object sent_status = obj.value("status", kube::Object::object());
-    std::mutex mu;
+    kube::Mutex mu;
     std::condition_variable cv;
-    std::unique_lock lock(mu);
+    kube::MutexLock lock(mu);
     const auto deadline = clock_.steady_now() + verify_for_;
     auto pause = std::chrono::milliseconds(200);
     for (;;) {

@@ -21,6 +21,7 @@
 
 #include "kube/client.h"
 #include "kube/clock.h"
+#include "kube/mutex.h"
 
 namespace controller {
 
@@ -66,9 +67,9 @@ class VerifiedStatusClient final : public kube::Client {
   kube::Client& inner_;
   kube::Clock& clock_;
   const std::chrono::milliseconds verify_for_;
-  std::mutex mu_;
+  kube::Mutex mu_;
   // namespace/name -> resourceVersion of the last status write answered to this client.
-  std::unordered_map<std::string, std::string> answered_rv_;  // GUARDED_BY(mu_)
+  std::unordered_map<std::string, std::string> answered_rv_ KOROVOD_GUARDED_BY(mu_);
 };
 
 }  // namespace controller

@@ -260,8 +260,8 @@ TokenSource::TokenSource(const Config& config, Clock& clock)
     : file_(config.token_file), clock_(clock), token_(config.token) {}
 
 std::string TokenSource::token() {
+  MutexLock lock(mu_);
   if (file_.empty()) return token_;
-  std::lock_guard lock(mu_);
   struct stat st {};
   std::optional<int64_t> mtime;
   if (::stat(file_.c_str(), &st) == 0)

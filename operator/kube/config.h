@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kube/clock.h"
+#include "kube/mutex.h"
 
 namespace kube {
 
@@ -75,10 +76,10 @@ class TokenSource {
   const std::string file_;
   Clock& clock_;
 
-  std::mutex mu_;
-  std::string token_;                             // GUARDED_BY(mu_)
-  std::chrono::steady_clock::time_point read_at_;  // GUARDED_BY(mu_)
-  std::optional<int64_t> mtime_ns_;               // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::string token_ KOROVOD_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point read_at_ KOROVOD_GUARDED_BY(mu_);
+  std::optional<int64_t> mtime_ns_ KOROVOD_GUARDED_BY(mu_);
 };
 
 // Decodes standard base64 (whitespace ignored), as kubeconfig *-data fields are stored.

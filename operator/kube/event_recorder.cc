@@ -29,7 +29,7 @@ EventRecorder::EventRecorder(Client& client, EventRecorderOptions options, Clock
 EventRecorder::~EventRecorder() {
   retrier_.request_stop();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     wake_.notify_all();
   }
   retrier_.join();
@@ -119,7 +119,7 @@ void EventRecorder::record(const Object& involved, const std::string& type,
   const std::string key = involved.value("kind", "") + "\x1f" + ns + "\x1f" +
                           name_of(involved) + "\x1f" + uid_of(involved) + "\x1f" + type +
                           "\x1f" + reason + "\x1f" + message;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto p = pending_.find(key); p != pending_.end()) {
     // Its earlier write is still being retried: that write carries the repeat too.
     ++p->second.count;
@@ -204,7 +204,7 @@ bool EventRecorder::retry(const std::string& key, Pending& p) {
 }
 
 void EventRecorder::retry_loop(std::stop_token stop) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stop.stop_requested()) {
     auto next = std::chrono::steady_clock::time_point::max();
     for (const auto& [key, p] : pending_) next = std::min(next, p.due);
@@ -212,7 +212,7 @@ void EventRecorder::retry_loop(std::stop_token stop) {
     if (next == std::chrono::steady_clock::time_point::max()) {
       next = clock_.steady_now() + std::chrono::hours(1);
     }
-    clock_.wait_until(lock, wake_, next, [&] {
+    clock_.wait_until(lock, wake_, next, [&]() KOROVOD_REQUIRES(mu_) {
       return stop.stop_requested() || pending_.size() != waiting;
     });
     if (stop.stop_requested()) return;

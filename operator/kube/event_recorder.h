@@ -22,6 +22,7 @@
 
 #include "kube/client.h"
 #include "kube/clock.h"
+#include "kube/mutex.h"
 
 namespace kube {
 
@@ -64,25 +65,25 @@ class EventRecorder {
     std::chrono::steady_clock::time_point due;
   };
   Object new_event(const Object& involved, const std::string& type, const std::string& reason,
-                   const std::string& message, const std::string& ns);
-  bool bump(Seen& seen);  // false when the Event is gone and must be recreated
+                   const std::string& message, const std::string& ns) KOROVOD_REQUIRES(mu_);
+  bool bump(Seen& seen) KOROVOD_REQUIRES(mu_);  // false when the Event is gone and must be recreated
   void remember(const std::string& key, const std::string& ns, const std::string& name,
-                int64_t count = 1);
+                int64_t count = 1) KOROVOD_REQUIRES(mu_);
   void report(const std::string& what) const;
   // The write of one pending entry; true when done (written, or given up on).
-  bool retry(const std::string& key, Pending& p);
-  void defer(const std::string& key, Pending p, const std::exception& why);
+  bool retry(const std::string& key, Pending& p) KOROVOD_REQUIRES(mu_);
+  void defer(const std::string& key, Pending p, const std::exception& why) KOROVOD_REQUIRES(mu_);
   void retry_loop(std::stop_token stop);
 
   Client& client_;
   const EventRecorderOptions options_;
   Clock& clock_;
 
-  std::mutex mu_;  // serializes recording: aggregation reads then writes the cache
-  std::unordered_map<std::string, Seen> seen_;  // GUARDED_BY(mu_)
-  std::list<std::string> lru_;                  // GUARDED_BY(mu_): front = most recent
-  uint64_t sequence_ = 0;                       // GUARDED_BY(mu_): keeps event names unique
-  std::unordered_map<std::string, Pending> pending_;  // GUARDED_BY(mu_): by aggregation key
+  Mutex mu_;  // serializes recording: aggregation reads then writes the cache
+  std::unordered_map<std::string, Seen> seen_ KOROVOD_GUARDED_BY(mu_);
+  std::list<std::string> lru_ KOROVOD_GUARDED_BY(mu_);                  // front = most recent
+  uint64_t sequence_ KOROVOD_GUARDED_BY(mu_) = 0;                       // keeps event names unique
+  std::unordered_map<std::string, Pending> pending_ KOROVOD_GUARDED_BY(mu_);  // by aggregation key
   std::condition_variable wake_;                // pending_ gained an entry, or stop
   std::jthread retrier_;                        // last: started after everything it uses
 };

@@ -16,12 +16,12 @@ FakeClock::FakeClock(std::chrono::system_clock::time_point wall_start)
     : wall_(wall_start), steady_(std::chrono::steady_clock::time_point(std::chrono::hours(1))) {}
 
 std::chrono::system_clock::time_point FakeClock::now() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return wall_;
 }
 
 std::chrono::steady_clock::time_point FakeClock::steady_now() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return steady_;
 }
 
@@ -29,7 +29,7 @@ bool FakeClock::wait_until(std::unique_lock<std::mutex>& lock, std::condition_va
                            std::chrono::steady_clock::time_point deadline,
                            const std::function<bool()>& pred) {
   {
-    std::lock_guard g(mu_);
+    MutexLock g(mu_);
     waiters_.insert(&cv);
     ++waits_started_;
   }
@@ -47,7 +47,7 @@ bool FakeClock::wait_until(std::unique_lock<std::mutex>& lock, std::condition_va
     cv.wait_for(lock, kRecheck);
   }
   {
-    std::lock_guard g(mu_);
+    MutexLock g(mu_);
     waiters_.erase(waiters_.find(&cv));
   }
   waiters_changed_.notify_all();
@@ -55,7 +55,7 @@ bool FakeClock::wait_until(std::unique_lock<std::mutex>& lock, std::condition_va
 }
 
 void FakeClock::advance(std::chrono::nanoseconds d) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   wall_ += std::chrono::duration_cast<std::chrono::system_clock::duration>(d);
   steady_ += std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
   // Notified under mu_: a waiter unregisters under mu_ too, so its cv is alive here.
@@ -63,23 +63,23 @@ void FakeClock::advance(std::chrono::nanoseconds d) {
 }
 
 size_t FakeClock::waiters() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return waiters_.size();
 }
 
 bool FakeClock::wait_for_waiters(size_t n, std::chrono::milliseconds real_timeout) {
-  std::unique_lock lock(mu_);
-  return waiters_changed_.wait_for(lock, real_timeout, [&] { return waiters_.size() >= n; });
+  MutexLock lock(mu_);
+  return waiters_changed_.wait_for(lock, real_timeout, [&]() KOROVOD_REQUIRES(mu_) { return waiters_.size() >= n; });
 }
 
 uint64_t FakeClock::waits_started() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return waits_started_;
 }
 
 bool FakeClock::wait_for_waits_started(uint64_t n, std::chrono::milliseconds real_timeout) {
-  std::unique_lock lock(mu_);
-  return waiters_changed_.wait_for(lock, real_timeout, [&] { return waits_started_ >= n; });
+  MutexLock lock(mu_);
+  return waiters_changed_.wait_for(lock, real_timeout, [&]() KOROVOD_REQUIRES(mu_) { return waits_started_ >= n; });
 }
 
 }  // namespace kube

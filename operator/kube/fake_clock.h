@@ -9,6 +9,7 @@
 #include <set>
 
 #include "kube/clock.h"
+#include "kube/mutex.h"
 
 namespace kube {
 
@@ -37,12 +38,12 @@ class FakeClock final : public Clock {
                               std::chrono::milliseconds real_timeout = std::chrono::seconds(5));
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable waiters_changed_;                 // signalled when waiters_ changes
-  std::chrono::system_clock::time_point wall_;              // GUARDED_BY(mu_)
-  std::chrono::steady_clock::time_point steady_;            // GUARDED_BY(mu_)
-  std::multiset<std::condition_variable*> waiters_;         // GUARDED_BY(mu_)
-  uint64_t waits_started_ = 0;                              // GUARDED_BY(mu_)
+  std::chrono::system_clock::time_point wall_ KOROVOD_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point steady_ KOROVOD_GUARDED_BY(mu_);
+  std::multiset<std::condition_variable*> waiters_ KOROVOD_GUARDED_BY(mu_);
+  uint64_t waits_started_ KOROVOD_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace kube

@@ -133,22 +133,22 @@ HttpServer::HttpServer(std::string address, uint16_t port)
 HttpServer::~HttpServer() { stop(); }
 
 void HttpServer::add_healthz_check(const std::string& name, Check check) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   healthz_.emplace_back(name, std::move(check));
 }
 
 void HttpServer::add_readyz_check(const std::string& name, Check check) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   readyz_.emplace_back(name, std::move(check));
 }
 
 void HttpServer::set_metrics(std::function<std::string()> render_metrics) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   metrics_ = std::move(render_metrics);
 }
 
 void HttpServer::handle(const std::string& path, Handler handler) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   handlers_[path] = std::move(handler);
 }
 
@@ -237,22 +237,28 @@ void HttpServer::serve_connection(int fd) {
 }
 
 HttpResponse HttpServer::dispatch(const HttpRequest& req) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (const auto it = handlers_.find(req.path); it != handlers_.end()) {
     const Handler handler = it->second;
     lock.unlock();
     return handler(req);
   }
   const bool read_only = req.method == "GET" || req.method == "HEAD";
-  const auto probe = [&](const std::string& name,
-                         const std::vector<std::pair<std::string, Check>>& all) {
-    auto checks = all;  // run them without holding the lock
-    lock.unlock();
+  // Runs a copy of the checks, without holding the lock.
+  const auto probe = [&](const std::string& name, const std::vector<std::pair<std::string, Check>>& checks) {
     if (!read_only) return HttpResponse{405, "text/plain; charset=utf-8", "method not allowed\n", {}};
     return run_checks(name, checks, req);
   };
-  if (req.path == "/healthz" || req.path.starts_with("/healthz/")) return probe("healthz", healthz_);
-  if (req.path == "/readyz" || req.path.starts_with("/readyz/")) return probe("readyz", readyz_);
+  if (req.path == "/healthz" || req.path.starts_with("/healthz/")) {
+    const auto checks = healthz_;
+    lock.unlock();
+    return probe("healthz", checks);
+  }
+  if (req.path == "/readyz" || req.path.starts_with("/readyz/")) {
+    const auto checks = readyz_;
+    lock.unlock();
+    return probe("readyz", checks);
+  }
   if (req.path == "/metrics" && metrics_) {
     const auto metrics = metrics_;
     lock.unlock();

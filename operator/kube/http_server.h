@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "kube/mutex.h"
+
 namespace kube {
 
 struct HttpRequest {
@@ -82,11 +84,11 @@ class HttpServer {
   const std::string address_;
   const uint16_t requested_port_;
 
-  std::mutex mu_;
-  std::vector<std::pair<std::string, Check>> healthz_;  // GUARDED_BY(mu_)
-  std::vector<std::pair<std::string, Check>> readyz_;   // GUARDED_BY(mu_)
-  std::function<std::string()> metrics_;               // GUARDED_BY(mu_)
-  std::map<std::string, Handler> handlers_;            // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::vector<std::pair<std::string, Check>> healthz_ KOROVOD_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, Check>> readyz_ KOROVOD_GUARDED_BY(mu_);
+  std::function<std::string()> metrics_ KOROVOD_GUARDED_BY(mu_);
+  std::map<std::string, Handler> handlers_ KOROVOD_GUARDED_BY(mu_);
 
   // Owned by start()/stop().
   int listen_fd_ = -1;

@@ -27,7 +27,7 @@ void Informer::on_update(UpdateHandler h) { update_handlers_.push_back(std::move
 void Informer::on_delete(DeleteHandler h) { delete_handlers_.push_back(std::move(h)); }
 
 void Informer::start() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (thread_.joinable() || stopping_) throw std::logic_error("Informer::start called twice");
   thread_ = std::thread([this] { run(); });
 }
@@ -35,7 +35,7 @@ void Informer::start() {
 void Informer::stop() {
   std::thread t;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     t = std::move(thread_);
     synced_cv_.notify_all();
@@ -45,14 +45,14 @@ void Informer::stop() {
 }
 
 bool Informer::has_synced() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return synced_;
 }
 
 bool Informer::wait_for_sync(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   return clock_.wait_until(lock, synced_cv_, clock_.steady_now() + timeout,
-                           [&] { return synced_ || stopping_; }) && synced_;
+                           [&]() KOROVOD_REQUIRES(mu_) { return synced_ || stopping_; }) && synced_;
 }
 
 void Informer::run() {
@@ -72,7 +72,7 @@ void Informer::apply(WatcherEvent ev) {
       const bool report =
           !add_handlers_.empty() || !update_handlers_.empty() || !delete_handlers_.empty();
       const auto mark_synced = [this] {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         synced_ = true;
         synced_cv_.notify_all();
       };

@@ -20,6 +20,7 @@
 
 #include "kube/client.h"
 #include "kube/clock.h"
+#include "kube/mutex.h"
 #include "kube/store.h"
 #include "kube/watcher.h"
 
@@ -84,11 +85,11 @@ class Informer {
   std::vector<UpdateHandler> update_handlers_;
   std::vector<DeleteHandler> delete_handlers_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable synced_cv_;
-  bool synced_ = false;   // GUARDED_BY(mu_)
-  bool stopping_ = false; // GUARDED_BY(mu_)
-  std::thread thread_;    // GUARDED_BY(mu_) for start/stop
+  bool synced_ KOROVOD_GUARDED_BY(mu_) = false;
+  bool stopping_ KOROVOD_GUARDED_BY(mu_) = false;
+  std::thread thread_ KOROVOD_GUARDED_BY(mu_);    // for start/stop
 };
 
 }  // namespace kube

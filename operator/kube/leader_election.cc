@@ -19,12 +19,12 @@ LeaderElector::LeaderElector(Client& client, LeaderElectionConfig config, Clock&
 }
 
 bool LeaderElector::is_leader() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return leader_;
 }
 
 std::string LeaderElector::observed_leader() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return observed_holder_;
 }
 
@@ -34,12 +34,12 @@ void LeaderElector::report(const std::string& what) const {
 
 void LeaderElector::stop() {
   stopped_ = true;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   cv_.notify_all();
 }
 
 bool LeaderElector::wait_retry_period() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   clock_.wait_until(lock, cv_, clock_.steady_now() + config_.retry_period,
                     [&] { return stopped_.load(); });
   return !stopped_;
@@ -62,7 +62,7 @@ void LeaderElector::observe(const Object& spec) {
   const std::string renew = spec.value("renewTime", "");
   bool new_leader = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (holder != observed_holder_ || renew != observed_renew_time_) {
       new_leader = holder != observed_holder_;
       observed_holder_ = holder;
@@ -90,7 +90,7 @@ bool LeaderElector::try_acquire_or_renew() {
   const std::string holder = spec.value("holderIdentity", "");
   const bool mine = holder == config_.identity;
   if (!holder.empty() && !mine) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto duration = std::chrono::seconds(spec.value("leaseDurationSeconds", 0));
     if (observed_at_ + duration > clock_.steady_now()) return false;  // held, not expired
   }
@@ -132,14 +132,14 @@ void LeaderElector::run() {
   }
   if (stopped_) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     leader_ = true;
   }
   if (config_.on_started_leading) config_.on_started_leading();
   while (wait_retry_period() && renew_within_deadline()) {
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     leader_ = false;
   }
   if (stopped_ && config_.release_on_stop) release();

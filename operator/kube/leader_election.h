@@ -14,6 +14,7 @@
 
 #include "kube/client.h"
 #include "kube/clock.h"
+#include "kube/mutex.h"
 
 namespace kube {
 
@@ -60,12 +61,12 @@ class LeaderElector {
   Clock& clock_;
 
   std::atomic<bool> stopped_{false};
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;  // wakes waits on stop()
-  bool leader_ = false;                                   // GUARDED_BY(mu_)
-  std::string observed_holder_;                           // GUARDED_BY(mu_)
-  std::string observed_renew_time_;                       // GUARDED_BY(mu_)
-  std::chrono::steady_clock::time_point observed_at_{};   // GUARDED_BY(mu_)
+  bool leader_ KOROVOD_GUARDED_BY(mu_) = false;
+  std::string observed_holder_ KOROVOD_GUARDED_BY(mu_);
+  std::string observed_renew_time_ KOROVOD_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point observed_at_ KOROVOD_GUARDED_BY(mu_){};
 };
 
 }  // namespace kube

@@ -85,7 +85,7 @@ std::string Logger::format_line(LogLevel level, const std::string& msg,
 void Logger::log(LogLevel level, const std::string& msg, const LogFields& fields) const {
   if (!enabled(level)) return;
   const std::string line = format_line(level, msg, fields);
-  std::lock_guard lock(sink_->mu);
+  MutexLock lock(sink_->mu);
   sink_->out << line;
   sink_->out.flush();
 }

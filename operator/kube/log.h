@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kube/clock.h"
+#include "kube/mutex.h"
 
 namespace kube {
 
@@ -45,7 +46,7 @@ class Logger {
  private:
   struct Sink {
     std::ostream& out;
-    std::mutex mu;  // serializes whole lines
+    Mutex mu;  // serializes whole lines
   };
   Logger(std::shared_ptr<Sink> sink, LogFormat format, LogLevel min_level, const Clock* clock,
          LogFields fields);

@@ -91,28 +91,28 @@ MemoryClient::MemoryClient(Clock& clock, Options options)
     : clock_(clock), hub_(options.watch_history), rng_(std::random_device{}()) {}
 
 MemoryClient::~MemoryClient() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   hub_.end_all();
 }
 
 void MemoryClient::set_request_observer(std::function<void(const Request&)> observer) {
-  std::lock_guard lock(hooks_mu_);
+  MutexLock lock(hooks_mu_);
   observer_ = std::move(observer);
 }
 
 void MemoryClient::set_failure_hook(std::function<std::optional<ApiError>(const Request&)> hook) {
-  std::lock_guard lock(hooks_mu_);
+  MutexLock lock(hooks_mu_);
   fail_hook_ = std::move(hook);
 }
 
 void MemoryClient::fail_next(Verb verb, int times, ApiError error,
                              std::optional<std::string> resource) {
-  std::lock_guard lock(hooks_mu_);
+  MutexLock lock(hooks_mu_);
   injected_.push_back({verb, times, std::move(error), std::move(resource)});
 }
 
 int64_t MemoryClient::request_count(Verb verb) const {
-  std::lock_guard lock(hooks_mu_);
+  MutexLock lock(hooks_mu_);
   auto it = counts_.find(verb);
   return it == counts_.end() ? 0 : it->second;
 }
@@ -121,7 +121,7 @@ void MemoryClient::before_request(const Request& req) {
   std::function<void(const Request&)> observer;
   std::function<std::optional<ApiError>(const Request&)> hook;
   {
-    std::lock_guard lock(hooks_mu_);
+    MutexLock lock(hooks_mu_);
     ++counts_[req.verb];
     observer = observer_;
     hook = fail_hook_;
@@ -168,7 +168,7 @@ Object* MemoryClient::find_locked(const Resource& r, const std::string& ns,
 Object MemoryClient::get(const Resource& r, const std::string& ns, const std::string& name) {
   before_request({Verb::Get, r, ns, name});
   const std::string sns = scope_ns(r, ns, nullptr);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const Object* o = find_locked(r, sns, name);
   if (!o) throw not_found_error(r.resource, name);
   return *o;
@@ -184,7 +184,7 @@ ListResult MemoryClient::list(const Resource& r, const std::string& ns, const Li
   } catch (const std::invalid_argument& e) {
     throw bad_request_error(e.what());
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ListResult out;
   out.resource_version = std::to_string(rv_);
   std::string after;
@@ -213,7 +213,7 @@ Object MemoryClient::create(const Resource& r, const std::string& ns, const Obje
   before_request({Verb::Create, r, ns, obj.is_object() ? name_of(obj) : ""});
   if (!obj.is_object()) throw bad_request_error("the object to create must be a JSON object");
   const std::string sns = scope_ns(r, ns, &obj);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return create_locked(r, sns, obj);
 }
 
@@ -267,7 +267,7 @@ Object MemoryClient::checked_update(Verb verb, const Resource& r, const std::str
   const std::string sns = scope_ns(r, ns, &obj);
   const std::string name = name_of(obj);
   if (name.empty()) throw invalid_error(r.kind, "", "metadata.name: Required value");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const Object* cur = find_locked(r, sns, name);
   if (!cur) throw not_found_error(r.resource, name);
   const std::string rv = resource_version_of(obj), uid = uid_of(obj);
@@ -325,7 +325,7 @@ Object MemoryClient::patch(const Resource& r, const std::string& ns, const std::
   if (type == PatchType::Apply && opts.field_manager.empty())
     throw ApiError(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: "
                                    "Required value: is required for apply patch");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return patch_locked(r, sns, name, type, body, opts);
 }
 
@@ -400,7 +400,7 @@ std::unique_ptr<WatchStream> MemoryClient::watch(const Resource& r, const std::s
   auto stream = std::make_shared<MemoryWatchStream>(clock_, deadline);
   const bool from_now = opts.resource_version.empty() || opts.resource_version == "0";
   const int64_t since = from_now ? 0 : parse_rv(opts.resource_version);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Object> initial;
   if (from_now) {  // "start at most recent": synthetic Added events for the current state
     for (const auto& [key, o] : bucket_locked(r))
@@ -413,22 +413,22 @@ std::unique_ptr<WatchStream> MemoryClient::watch(const Resource& r, const std::s
 }
 
 void MemoryClient::end_watches() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   hub_.end_all();
 }
 
 void MemoryClient::send_bookmarks() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   hub_.bookmark(rv_);
 }
 
 void MemoryClient::set_watch_history(size_t n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   hub_.set_history_limit(n);
 }
 
 int64_t MemoryClient::resource_version() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return rv_;
 }
 

@@ -18,6 +18,7 @@
 #include "kube/client.h"
 #include "kube/clock.h"
 #include "kube/memory_watch.h"
+#include "kube/mutex.h"
 
 namespace kube {
 
@@ -83,40 +84,40 @@ class MemoryClient final : public Client {
 
   void before_request(const Request& req);
   std::string scope_ns(const Resource& r, const std::string& ns, const Object* obj) const;
-  Bucket& bucket_locked(const Resource& r);
-  Object* find_locked(const Resource& r, const std::string& ns, const std::string& name);
+  Bucket& bucket_locked(const Resource& r) KOROVOD_REQUIRES(mu_);
+  Object* find_locked(const Resource& r, const std::string& ns, const std::string& name) KOROVOD_REQUIRES(mu_);
   Object checked_update(Verb verb, const Resource& r, const std::string& ns, const Object& obj,
                         bool status_only);
-  Object create_locked(const Resource& r, const std::string& ns, Object obj);
+  Object create_locked(const Resource& r, const std::string& ns, Object obj) KOROVOD_REQUIRES(mu_);
   Object store_update_locked(const Resource& r, const Object& existing, Object next,
-                             bool status_only);
+                             bool status_only) KOROVOD_REQUIRES(mu_);
   Object patch_locked(const Resource& r, const std::string& ns, const std::string& name,
-                      PatchType type, const std::string& body, const PatchOptions& opts);
+                      PatchType type, const std::string& body, const PatchOptions& opts) KOROVOD_REQUIRES(mu_);
   void delete_locked(const Resource& r, const std::string& ns, const std::string& name,
-                     const std::string& policy);
-  void erase_locked(const Resource& r, const std::string& key);
-  void cascade_locked(const std::string& owner_uid, const std::string& policy);
-  void orphan_dependents_locked(const std::string& owner_uid);
-  int64_t next_rv_locked() { return ++rv_; }
-  std::string new_uid_locked();
-  std::string random_suffix_locked();
+                     const std::string& policy) KOROVOD_REQUIRES(mu_);
+  void erase_locked(const Resource& r, const std::string& key) KOROVOD_REQUIRES(mu_);
+  void cascade_locked(const std::string& owner_uid, const std::string& policy) KOROVOD_REQUIRES(mu_);
+  void orphan_dependents_locked(const std::string& owner_uid) KOROVOD_REQUIRES(mu_);
+  int64_t next_rv_locked() KOROVOD_REQUIRES(mu_) { return ++rv_; }
+  std::string new_uid_locked() KOROVOD_REQUIRES(mu_);
+  std::string random_suffix_locked() KOROVOD_REQUIRES(mu_);
 
   std::unique_ptr<Clock> owned_clock_;  // set when no clock was injected
   Clock& clock_;                        // constant after construction
 
-  mutable std::mutex hooks_mu_;
-  std::function<void(const Request&)> observer_;                     // GUARDED_BY(hooks_mu_)
-  std::function<std::optional<ApiError>(const Request&)> fail_hook_;  // GUARDED_BY(hooks_mu_)
-  std::vector<Injected> injected_;                                   // GUARDED_BY(hooks_mu_)
-  std::map<Verb, int64_t> counts_;                                   // GUARDED_BY(hooks_mu_)
+  mutable Mutex hooks_mu_;
+  std::function<void(const Request&)> observer_ KOROVOD_GUARDED_BY(hooks_mu_);
+  std::function<std::optional<ApiError>(const Request&)> fail_hook_ KOROVOD_GUARDED_BY(hooks_mu_);
+  std::vector<Injected> injected_ KOROVOD_GUARDED_BY(hooks_mu_);
+  std::map<Verb, int64_t> counts_ KOROVOD_GUARDED_BY(hooks_mu_);
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   // Starts at 1, never 0: "0" means "any version" to watch and list, as in Kubernetes.
-  int64_t rv_ = 1;                                  // GUARDED_BY(mu_)
-  std::map<std::string, Bucket> objects_;           // GUARDED_BY(mu_): by group/resource
-  std::map<std::string, Resource> resources_seen_;  // GUARDED_BY(mu_): for cascades
-  WatchHub hub_;                                    // GUARDED_BY(mu_)
-  std::mt19937_64 rng_;                             // GUARDED_BY(mu_)
+  int64_t rv_ KOROVOD_GUARDED_BY(mu_) = 1;
+  std::map<std::string, Bucket> objects_ KOROVOD_GUARDED_BY(mu_);           // by group/resource
+  std::map<std::string, Resource> resources_seen_ KOROVOD_GUARDED_BY(mu_);  // for cascades
+  WatchHub hub_ KOROVOD_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ KOROVOD_GUARDED_BY(mu_);
 };
 
 }  // namespace kube

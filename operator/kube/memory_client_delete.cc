@@ -30,7 +30,7 @@ void MemoryClient::remove(const Resource& r, const std::string& ns, const std::s
   const std::string& policy = opts.propagation_policy;
   if (!policy.empty() && policy != "Background" && policy != "Foreground" && policy != "Orphan")
     throw ApiError(422, "Invalid", "propagationPolicy: Unsupported value: \"" + policy + "\"");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const Object* cur = find_locked(r, sns, name);
   if (!cur) throw not_found_error(r.resource, name);
   if (opts.precondition_uid && *opts.precondition_uid != uid_of(*cur))

@@ -16,9 +16,9 @@ bool MemoryWatchStream::past_deadline_locked() const {
 }
 
 std::optional<WatchEvent> MemoryWatchStream::next(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   const auto until = clock_.steady_now() + timeout;
-  clock_.wait_until(lock, cv_, until, [&] {
+  clock_.wait_until(lock, cv_, until, [&]() KOROVOD_REQUIRES(mu_) {
     return !queue_.empty() || ended_ || closed_ || past_deadline_locked();
   });
   if (!queue_.empty()) {
@@ -31,31 +31,31 @@ std::optional<WatchEvent> MemoryWatchStream::next(std::chrono::milliseconds time
 }
 
 bool MemoryWatchStream::ended() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return (ended_ || closed_ || past_deadline_locked()) && queue_.empty();
 }
 
 void MemoryWatchStream::close() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   closed_ = true;
   queue_.clear();
   cv_.notify_all();
 }
 
 bool MemoryWatchStream::closed() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return closed_ || ended_;
 }
 
 void MemoryWatchStream::push(WatchEvent ev) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (closed_ || ended_) return;
   queue_.push_back(std::move(ev));
   cv_.notify_all();
 }
 
 void MemoryWatchStream::end() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ended_ = true;
   cv_.notify_all();
 }

@@ -15,6 +15,7 @@
 #include "kube/client.h"
 #include "kube/clock.h"
 #include "kube/label_selector.h"
+#include "kube/mutex.h"
 
 namespace kube {
 
@@ -36,11 +37,11 @@ class MemoryWatchStream final : public WatchStream {
 
   Clock& clock_;
   const std::optional<std::chrono::steady_clock::time_point> deadline_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<WatchEvent> queue_;  // GUARDED_BY(mu_)
-  bool ended_ = false;            // GUARDED_BY(mu_)
-  bool closed_ = false;           // GUARDED_BY(mu_): closed by the client
+  std::deque<WatchEvent> queue_ KOROVOD_GUARDED_BY(mu_);
+  bool ended_ KOROVOD_GUARDED_BY(mu_) = false;
+  bool closed_ KOROVOD_GUARDED_BY(mu_) = false;           // closed by the client
 };
 
 // One change to one object, as recorded for watchers.

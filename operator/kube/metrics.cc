@@ -59,7 +59,7 @@ T& Family<T>::with(const std::vector<std::string>& label_values) {
   if (label_values.size() != label_names_.size())
     throw std::invalid_argument("metric " + name_ + " takes " +
                                 std::to_string(label_names_.size()) + " label values");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& child = children_[label_values];
   if (!child) child = make_();
   return *child;
@@ -68,7 +68,7 @@ T& Family<T>::with(const std::vector<std::string>& label_values) {
 template <typename T>
 void Family<T>::for_each(
     const std::function<void(const std::vector<std::string>&, const T&)>& f) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [values, child] : children_) f(values, *child);
 }
 
@@ -103,7 +103,7 @@ MetricsRegistry::Entry& MetricsRegistry::entry(const std::string& name, Kind kin
 
 Family<Counter>& MetricsRegistry::counter(const std::string& name, const std::string& help,
                                           const std::vector<std::string>& labels) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Entry& e = entry(name, Kind::Counter, labels);
   if (!e.counter)
     e.counter = std::make_unique<Family<Counter>>(name, help, labels,
@@ -113,7 +113,7 @@ Family<Counter>& MetricsRegistry::counter(const std::string& name, const std::st
 
 Family<Gauge>& MetricsRegistry::gauge(const std::string& name, const std::string& help,
                                       const std::vector<std::string>& labels) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Entry& e = entry(name, Kind::Gauge, labels);
   if (!e.gauge)
     e.gauge = std::make_unique<Family<Gauge>>(name, help, labels,
@@ -125,7 +125,7 @@ Family<Histogram>& MetricsRegistry::histogram(const std::string& name, const std
                                               const std::vector<std::string>& labels,
                                               std::vector<double> bounds) {
   Histogram check(bounds);  // validate before registering
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Entry& e = entry(name, Kind::Histogram, labels);
   if (!e.histogram)
     e.histogram = std::make_unique<Family<Histogram>>(
@@ -135,7 +135,7 @@ Family<Histogram>& MetricsRegistry::histogram(const std::string& name, const std
 
 void MetricsRegistry::gauge_callback(const std::string& name, const std::string& help,
                                      std::function<double()> read) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Entry& e = entry(name, Kind::Callback, {});
   e.help = help;
   e.read = std::move(read);

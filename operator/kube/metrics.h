@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "kube/mutex.h"
+
 namespace kube {
 
 class Counter {
@@ -82,8 +84,8 @@ class Family {
   const std::string name_, help_;
   const std::vector<std::string> label_names_;
   const std::function<std::unique_ptr<T>()> make_;
-  mutable std::mutex mu_;
-  std::map<std::vector<std::string>, std::unique_ptr<T>> children_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::vector<std::string>, std::unique_ptr<T>> children_ KOROVOD_GUARDED_BY(mu_);
 };
 
 class MetricsRegistry {
@@ -115,10 +117,10 @@ class MetricsRegistry {
     std::string help;
     std::function<double()> read;
   };
-  Entry& entry(const std::string& name, Kind kind, const std::vector<std::string>& labels);
+  Entry& entry(const std::string& name, Kind kind, const std::vector<std::string>& labels) KOROVOD_REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> entries_;  // GUARDED_BY(mu_); by name, rendered in name order
+  mutable Mutex mu_;
+  std::map<std::string, Entry> entries_ KOROVOD_GUARDED_BY(mu_);  // by name, rendered in name order
 };
 
 }  // namespace kube

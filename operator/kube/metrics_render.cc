@@ -76,7 +76,7 @@ void render_histogram(std::string& out, const Family<Histogram>& f) {
 }  // namespace
 
 std::string MetricsRegistry::render() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string out;
   for (const auto& [name, e] : entries_) {
     switch (e.kind) {

@@ -20,7 +20,7 @@ void TokenBucket::refill_locked(std::chrono::steady_clock::time_point now) {
 
 bool TokenBucket::try_accept() {
   if (qps_ <= 0) return true;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   refill_locked(clock_.steady_now());
   if (tokens_ < 1.0) return false;
   tokens_ -= 1.0;
@@ -29,7 +29,7 @@ bool TokenBucket::try_accept() {
 
 nanoseconds TokenBucket::reserve() {
   if (qps_ <= 0) return nanoseconds(0);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   refill_locked(clock_.steady_now());
   tokens_ -= 1.0;
   if (tokens_ >= 0) return nanoseconds(0);
@@ -41,7 +41,7 @@ void TokenBucket::wait() {
   if (delay <= nanoseconds(0)) return;
   const auto deadline =
       clock_.steady_now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(delay);
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   clock_.wait_until(lock, cv_, deadline, [&] { return clock_.steady_now() >= deadline; });
 }
 
@@ -50,7 +50,7 @@ ExponentialBackoff::ExponentialBackoff(nanoseconds base, nanoseconds max) : base
 nanoseconds ExponentialBackoff::when(const std::string& item) {
   int n;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     n = failures_[item]++;
   }
   // Computed in double so large exponents saturate at max instead of overflowing.
@@ -60,12 +60,12 @@ nanoseconds ExponentialBackoff::when(const std::string& item) {
 }
 
 void ExponentialBackoff::forget(const std::string& item) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   failures_.erase(item);
 }
 
 int ExponentialBackoff::num_requeues(const std::string& item) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = failures_.find(item);
   return it == failures_.end() ? 0 : it->second;
 }

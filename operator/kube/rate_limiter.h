@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kube/clock.h"
+#include "kube/mutex.h"
 
 namespace kube {
 
@@ -36,17 +37,17 @@ class TokenBucket {
   int burst() const { return burst_; }
 
  private:
-  void refill_locked(std::chrono::steady_clock::time_point now);
+  void refill_locked(std::chrono::steady_clock::time_point now) KOROVOD_REQUIRES(mu_);
 
   // Constant after construction.
   const double qps_;
   const int burst_;
   Clock& clock_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;  // only used to sleep on the clock in wait()
-  double tokens_;                                  // GUARDED_BY(mu_); may go negative
-  std::chrono::steady_clock::time_point last_;     // GUARDED_BY(mu_)
+  double tokens_ KOROVOD_GUARDED_BY(mu_);                                  // may go negative
+  std::chrono::steady_clock::time_point last_ KOROVOD_GUARDED_BY(mu_);
 };
 
 // Per-item delay policy for requeues. Thread-safe implementations.
@@ -71,8 +72,8 @@ class ExponentialBackoff final : public ItemRateLimiter {
 
  private:
   const std::chrono::nanoseconds base_, max_;
-  std::mutex mu_;
-  std::unordered_map<std::string, int> failures_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::unordered_map<std::string, int> failures_ KOROVOD_GUARDED_BY(mu_);
 };
 
 // Every item shares one TokenBucket: bounds the overall retry rate.

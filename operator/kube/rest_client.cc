@@ -1,3 +1,4 @@
+#include "kube/mutex.h"
 #include "kube/rest_client.h"
 
 #include <openssl/err.h>
@@ -42,7 +43,7 @@ class TlsDiagnostics {
     return ok;
   }
   std::string take() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return std::exchange(last_, "");
   }
 
@@ -67,12 +68,12 @@ class TlsDiagnostics {
       default:
         msg = std::string("x509: ") + X509_verify_cert_error_string(err);
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     last_ = msg;
   }
 
-  std::mutex mu_;
-  std::string last_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::string last_ KOROVOD_GUARDED_BY(mu_);
 };
 
 // The system trust store's locations when configure_http_runtime() emptied OpenSSL's default
@@ -237,9 +238,9 @@ struct RestClient::Impl {
   }
 
   void sleep_for(milliseconds d) {
-    std::mutex mu;
+    Mutex mu;
     std::condition_variable cv;
-    std::unique_lock lock(mu);
+    MutexLock lock(mu);
     clock.wait_until(lock, cv, clock.steady_now() + d, [] { return false; });
   }
 

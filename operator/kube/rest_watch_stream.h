@@ -19,6 +19,7 @@
 
 #include "kube/api_error.h"
 #include "kube/clock.h"
+#include "kube/mutex.h"
 #include "kube/rest_client.h"
 
 namespace kube::rest {
@@ -35,9 +36,9 @@ class RestWatchStream final : public WatchStream {
   ~RestWatchStream() override { close(); }
 
   std::optional<WatchEvent> next(std::chrono::milliseconds timeout) override {
-    std::unique_lock lock(state_->mu);
+    kube::MutexLock lock(state_->mu);
     const auto deadline = clock_->steady_now() + timeout;
-    clock_->wait_until(lock, state_->cv, deadline, [&] {
+    clock_->wait_until(lock, state_->cv, deadline, [&]() KOROVOD_REQUIRES(state_->mu) {
       return !state_->events.empty() || state_->error || state_->ended || state_->closed;
     });
     if (!state_->events.empty()) {
@@ -56,13 +57,13 @@ class RestWatchStream final : public WatchStream {
   }
 
   bool ended() const override {
-    std::lock_guard lock(state_->mu);
+    kube::MutexLock lock(state_->mu);
     return (state_->ended || state_->closed) && state_->events.empty() && !state_->error;
   }
 
   void close() override {
     {
-      std::lock_guard lock(state_->mu);
+      kube::MutexLock lock(state_->mu);
       if (state_->closed) return;
       state_->closed = true;
     }
@@ -72,12 +73,12 @@ class RestWatchStream final : public WatchStream {
 
  private:
   struct State {
-    std::mutex mu;
+    kube::Mutex mu;
     std::condition_variable cv;
-    std::deque<WatchEvent> events;  // GUARDED_BY(mu)
-    std::optional<ApiError> error;  // GUARDED_BY(mu)
-    bool ended = false;             // GUARDED_BY(mu); the server closed the stream
-    bool closed = false;            // GUARDED_BY(mu); close() was called
+    std::deque<WatchEvent> events KOROVOD_GUARDED_BY(mu);
+    std::optional<ApiError> error KOROVOD_GUARDED_BY(mu);
+    bool ended KOROVOD_GUARDED_BY(mu) = false;             // the server closed the stream
+    bool closed KOROVOD_GUARDED_BY(mu) = false;            // close() was called
     pplx::cancellation_token_source cancel;
   };
 
@@ -110,7 +111,7 @@ class RestWatchStream final : public WatchStream {
   static bool deliver(State& st, WatchEvent event) {
     const bool error = event.type == WatchEvent::Type::Error;
     {
-      std::lock_guard lock(st.mu);
+      kube::MutexLock lock(st.mu);
       if (st.closed) return false;
       st.events.push_back(std::move(event));
       if (error) st.ended = true;
@@ -122,7 +123,7 @@ class RestWatchStream final : public WatchStream {
 
   static void finish(State& st, std::optional<ApiError> error) {
     {
-      std::lock_guard lock(st.mu);
+      kube::MutexLock lock(st.mu);
       // Errors caused by our own close() are not failures.
       if (error && !st.closed && !st.error && !st.ended) st.error = std::move(error);
       else st.ended = true;

@@ -64,7 +64,7 @@ Store::EntryPtr Store::make_entry(const Object& obj) {
 bool Store::is_store_type(std::string_view kind, std::string_view api_version) {
   if (!type_set_) {
     // Set once, before any entry that relies on it is visible to readers.
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     kind_ = kind;
     api_version_ = api_version;
     type_set_ = true;
@@ -86,14 +86,14 @@ std::optional<Object> Store::get(const std::string& ns, const std::string& name)
 }
 
 std::optional<Object> Store::get_by_key(const std::string& key) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   const Entry* e = state_->find(key);
   if (!e) return std::nullopt;
   return decode(e);
 }
 
 std::vector<Object> Store::list(const std::string& ns, const LabelSelector& selector) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   // Start from the smallest index that must contain every match, then filter.
   const std::vector<const Entry*>* candidates = nullptr;
   static const std::vector<const Entry*> kEmpty;  // a constant, not state
@@ -127,7 +127,7 @@ std::vector<Object> Store::list(const std::string& ns, const LabelSelector& sele
 }
 
 std::vector<Object> Store::owned(const std::string& uid, bool controller_only) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   std::vector<const Entry*> hits;
   auto it = state_->by_owner().find(uid);
   if (it != state_->by_owner().end())
@@ -140,7 +140,7 @@ std::vector<Object> Store::by_owner(const std::string& uid) const { return owned
 std::vector<Object> Store::by_controller(const std::string& uid) const { return owned(uid, true); }
 
 std::vector<std::string> Store::keys() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   std::vector<std::string> out;
   out.reserve(state_->size());
   state_->for_each([&](const Entry* e) { out.emplace_back(e->key()); });
@@ -149,12 +149,12 @@ std::vector<std::string> Store::keys() const {
 }
 
 size_t Store::size() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return state_->size();
 }
 
 size_t Store::approx_bytes() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return state_->approx_bytes();
 }
 
@@ -163,7 +163,7 @@ Store::Diff Store::upsert(const Object& obj) {
   const Entry* now = e.get();
   Diff diff;
   {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     diff.replaced_ = state_->put(std::move(e));
   }
   if (diff.replaced_)
@@ -177,7 +177,7 @@ Store::Diff Store::erase(const Object& obj) {
   const std::string key = object_key(obj);
   Diff diff;
   {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     diff.replaced_ = state_->take(key);
   }
   if (diff.replaced_) diff.deleted.push_back(ObjectEvent(diff.replaced_.get(), this));
@@ -205,7 +205,7 @@ Store::Diff Store::swap_in(std::vector<EntryPtr> made, bool report,
   const StoreIndex* now = next.get();
   Diff diff;
   {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     diff.old_ = std::exchange(state_, std::move(next));
   }
   if (swapped) swapped();

@@ -13,7 +13,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +20,7 @@
 
 #include "kube/client.h"
 #include "kube/label_selector.h"
+#include "kube/mutex.h"
 #include "kube/store_entry.h"
 
 namespace kube {
@@ -140,8 +140,8 @@ class Store {
   std::vector<Object> owned(const std::string& uid, bool controller_only) const;
 
   const StoreOptions options_;          // constant after construction
-  mutable std::shared_mutex mu_;
-  std::unique_ptr<store_detail::StoreIndex> state_;  // GUARDED_BY(mu_)
+  mutable SharedMutex mu_;
+  std::unique_ptr<store_detail::StoreIndex> state_ KOROVOD_GUARDED_BY(mu_);
   // The kind/apiVersion of the first typed object stored: entries of that type leave them out
   // of their body. Set once by the writer (under mu_), constant afterwards.
   std::string kind_, api_version_;

@@ -24,24 +24,24 @@ Watcher::Watcher(Client& client, Resource resource, WatcherOptions options, Cloc
 Watcher::~Watcher() { stop(); }
 
 Watcher::State Watcher::state() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return state_;
 }
 
 std::string Watcher::resource_version() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return rv_;
 }
 
 void Watcher::stop() {
   stopped_ = true;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stream_) stream_->close();
   cv_.notify_all();
 }
 
 void Watcher::set_stream(std::unique_ptr<WatchStream> s) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stream_ = std::move(s);
   if (stream_ && stopped_) stream_->close();  // stop() raced with opening it
 }
@@ -67,7 +67,7 @@ std::optional<WatcherEvent> Watcher::step() {
       continue_token_.clear();
       listing_into_sink_ = false;
       if (options_.page_sink) options_.page_sink->begin_list();
-      { std::lock_guard lock(mu_); state_ = State::Listing; }
+      { MutexLock lock(mu_); state_ = State::Listing; }
       return std::nullopt;
     case State::Listing: return list_page();
     case State::Listed: open_watch(); return std::nullopt;
@@ -101,7 +101,7 @@ std::optional<WatcherEvent> Watcher::list_page() {
   if (!continue_token_.empty()) return std::nullopt;  // more pages
   backoff_.forget("");
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     rv_ = page.resource_version;
     state_ = State::Listed;
   }
@@ -118,21 +118,21 @@ void Watcher::open_watch() {
   opts.allow_watch_bookmarks = true;
   opts.timeout_seconds = options_.watch_timeout_seconds;
   set_stream(client_.watch(resource_, options_.ns, opts));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   state_ = State::Watching;
 }
 
 std::optional<WatcherEvent> Watcher::read_watch() {
   WatchStream* stream;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stream = stream_.get();
   }
   auto ev = stream->next(options_.poll);
   if (ev) return handle(std::move(*ev));
   if (stream->ended() && !stopped_) {  // the server closed it: resume where we were
     set_stream(nullptr);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     state_ = State::Listed;
   }
   return std::nullopt;
@@ -147,7 +147,7 @@ std::optional<WatcherEvent> Watcher::handle(WatchEvent ev) {
   }
   const std::string rv = resource_version_of(ev.object);
   if (!rv.empty()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     rv_ = rv;
   }
   backoff_.forget("");
@@ -165,7 +165,7 @@ void Watcher::fail(const std::string& what, int code) {
   if (stopped_) return;
   if (options_.on_error) options_.on_error(what);
   const auto delay = backoff_.when("");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stream_) stream_->close();
   stream_.reset();
   // 410: the resourceVersion is too old to resume from (or a continue token expired): relist.
@@ -184,7 +184,7 @@ void Watcher::fail(const std::string& what, int code) {
 }
 
 void Watcher::backoff_wait() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   const auto until = backoff_until_;
   clock_.wait_until(lock, cv_, until, [&] { return stopped_.load(); });
   if (!stopped_) state_ = after_backoff_;

@@ -24,6 +24,7 @@
 
 #include "kube/client.h"
 #include "kube/clock.h"
+#include "kube/mutex.h"
 #include "kube/rate_limiter.h"
 
 namespace kube {
@@ -110,12 +111,12 @@ class Watcher {
   ExponentialBackoff backoff_;
 
   std::atomic<bool> stopped_{false};
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;             // wakes a backoff wait on stop()
-  State state_ = State::Init;              // GUARDED_BY(mu_)
-  std::string rv_;                         // GUARDED_BY(mu_)
-  std::unique_ptr<WatchStream> stream_;    // GUARDED_BY(mu_): closed by stop()
-  std::chrono::steady_clock::time_point backoff_until_;  // GUARDED_BY(mu_)
+  State state_ KOROVOD_GUARDED_BY(mu_) = State::Init;
+  std::string rv_ KOROVOD_GUARDED_BY(mu_);
+  std::unique_ptr<WatchStream> stream_ KOROVOD_GUARDED_BY(mu_);    // closed by stop()
+  std::chrono::steady_clock::time_point backoff_until_ KOROVOD_GUARDED_BY(mu_);
 };
 
 const char* state_name(Watcher::State s);

@@ -14,7 +14,7 @@ WorkQueue::WorkQueue(Clock& clock, std::unique_ptr<ItemRateLimiter> limiter)
 WorkQueue::~WorkQueue() { shut_down(); }
 
 void WorkQueue::add(const std::string& item) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (shutting_down_) return;
   add_locked(item);
 }
@@ -37,7 +37,7 @@ void WorkQueue::promote_due_locked() {
 }
 
 std::optional<std::string> WorkQueue::get() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
     promote_due_locked();
     if (shutting_down_ && !draining_) return std::nullopt;
@@ -52,14 +52,14 @@ std::optional<std::string> WorkQueue::get() {
     const uint64_t seen = schedule_changes_;
     const TimePoint deadline =
         waiting_.empty() ? clock_.steady_now() + kIdleWait : waiting_.begin()->first;
-    clock_.wait_until(lock, cv_, deadline, [&] {
+    clock_.wait_until(lock, cv_, deadline, [&]() KOROVOD_REQUIRES(mu_) {
       return !queue_.empty() || shutting_down_ || schedule_changes_ != seen;
     });
   }
 }
 
 void WorkQueue::done(const std::string& item) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   processing_.erase(item);
   if (dirty_.count(item)) queue_.push_back(item);
   cv_.notify_all();
@@ -72,7 +72,7 @@ void WorkQueue::forget(const std::string& item) { limiter_->forget(item); }
 int WorkQueue::num_requeues(const std::string& item) { return limiter_->num_requeues(item); }
 
 void WorkQueue::add_after(const std::string& item, std::chrono::nanoseconds delay) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (shutting_down_) return;
   if (delay <= std::chrono::nanoseconds(0)) {
     add_locked(item);
@@ -97,26 +97,26 @@ void WorkQueue::add_after(const std::string& item, std::chrono::nanoseconds dela
 }
 
 size_t WorkQueue::len() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   promote_due_locked();
   return queue_.size();
 }
 
 size_t WorkQueue::waiting() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   promote_due_locked();
   return waiting_.size();
 }
 
 void WorkQueue::shut_down() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   shutting_down_ = true;
   draining_ = false;
   cv_.notify_all();
 }
 
 void WorkQueue::shut_down_with_drain() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   shutting_down_ = true;
   draining_ = true;
   waiting_.clear();
@@ -124,13 +124,13 @@ void WorkQueue::shut_down_with_drain() {
   cv_.notify_all();
   while (!(queue_.empty() && processing_.empty()) && draining_)
     clock_.wait_until(lock, cv_, clock_.steady_now() + kIdleWait,
-                      [&] { return (queue_.empty() && processing_.empty()) || !draining_; });
+                      [&]() KOROVOD_REQUIRES(mu_) { return (queue_.empty() && processing_.empty()) || !draining_; });
   draining_ = false;
   cv_.notify_all();
 }
 
 bool WorkQueue::shutting_down() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return shutting_down_;
 }
 

@@ -26,6 +26,7 @@
 #include <unordered_set>
 
 #include "kube/clock.h"
+#include "kube/mutex.h"
 #include "kube/rate_limiter.h"
 
 namespace kube {
@@ -57,22 +58,22 @@ class WorkQueue {
 
  private:
   using TimePoint = std::chrono::steady_clock::time_point;
-  void add_locked(const std::string& item);
-  void promote_due_locked();
+  void add_locked(const std::string& item) KOROVOD_REQUIRES(mu_);
+  void promote_due_locked() KOROVOD_REQUIRES(mu_);
 
   Clock& clock_;                                // constant after construction
   const std::unique_ptr<ItemRateLimiter> limiter_;  // thread-safe itself
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;                     // queue changed, shutdown, done()
-  std::deque<std::string> queue_;                  // GUARDED_BY(mu_)
-  std::unordered_set<std::string> dirty_;          // GUARDED_BY(mu_): queued or re-added
-  std::unordered_set<std::string> processing_;     // GUARDED_BY(mu_): handed out, not done
-  std::multimap<TimePoint, std::string> waiting_;  // GUARDED_BY(mu_): add_after items
-  std::unordered_map<std::string, TimePoint> waiting_at_;  // GUARDED_BY(mu_)
-  uint64_t schedule_changes_ = 0;  // GUARDED_BY(mu_): lets getters notice a sooner deadline
-  bool shutting_down_ = false;     // GUARDED_BY(mu_)
-  bool draining_ = false;          // GUARDED_BY(mu_)
+  std::deque<std::string> queue_ KOROVOD_GUARDED_BY(mu_);
+  std::unordered_set<std::string> dirty_ KOROVOD_GUARDED_BY(mu_);          // queued or re-added
+  std::unordered_set<std::string> processing_ KOROVOD_GUARDED_BY(mu_);     // handed out, not done
+  std::multimap<TimePoint, std::string> waiting_ KOROVOD_GUARDED_BY(mu_);  // add_after items
+  std::unordered_map<std::string, TimePoint> waiting_at_ KOROVOD_GUARDED_BY(mu_);
+  uint64_t schedule_changes_ KOROVOD_GUARDED_BY(mu_) = 0;  // lets getters notice a sooner deadline
+  bool shutting_down_ KOROVOD_GUARDED_BY(mu_) = false;
+  bool draining_ KOROVOD_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace kube

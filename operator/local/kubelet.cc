@@ -1,3 +1,4 @@
+#include "kube/mutex.h"
 #include "local/kubelet.h"
 
 #include <sys/sysinfo.h>
@@ -126,9 +127,9 @@ int run_kubelet(kube::Client& client, kube::Clock& clock, ProcessLauncher& launc
   ro.adjust = [&](const kube::Object& pod, const kube::Object&, LaunchSpec& launch) {
     wire_for_rsh_agent(pod, launch, o.bin_dir, o.work_dir / "rsh-as-ssh");
   };
-  std::mutex out_mu;
+  kube::Mutex out_mu;
   ro.log = [&](const std::string& pod, const std::string&, const std::string& line) {
-    std::lock_guard<std::mutex> lock(out_mu);
+    kube::MutexLock lock(out_mu);
     out << "[" << pod << "] " << line << "\n" << std::flush;
   };
   PodRuntime runtime(client, clock, launcher, ro);

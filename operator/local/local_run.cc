@@ -1,3 +1,4 @@
+#include "kube/mutex.h"
 #include "local/local_run.h"
 
 #include <unistd.h>
@@ -45,7 +46,7 @@ class Progress {
  public:
   // out_mu: held while writing to out, shared with everything else that writes there.
   Progress(kube::Client& client, kube::Clock& clock, std::string ns, std::ostream& out,
-           std::mutex& out_mu, std::chrono::steady_clock::time_point start)
+           kube::Mutex& out_mu, std::chrono::steady_clock::time_point start)
       : client_(client), clock_(clock), ns_(std::move(ns)), out_(out), out_mu_(out_mu), start_(start) {}
 
   void poll() {
@@ -68,7 +69,7 @@ class Progress {
   }
   void say(const std::string& line) {
     const double s = std::chrono::duration<double>(clock_.steady_now() - start_).count();
-    std::lock_guard<std::mutex> lock(out_mu_);
+    kube::MutexLock lock(out_mu_);
     out_ << fmt::format("korovod: [{:6.1f}s] {}\n", s, line) << std::flush;
   }
 
@@ -77,7 +78,7 @@ class Progress {
   kube::Clock& clock_;
   const std::string ns_;
   std::ostream& out_;
-  std::mutex& out_mu_;
+  kube::Mutex& out_mu_;
   const std::chrono::steady_clock::time_point start_;
   std::set<std::string> seen_;
 };
@@ -154,9 +155,9 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
   ro.defaults.extra_env = local_pod_env(work, geteuid() == 0);
   set_env(ro.defaults.extra_env, "KOROVOD_POD_NAMESPACE", ns);
   SshMode ssh(o.ssh_config_dir, work, launcher, {{"PATH", o.host_path}});
-  std::mutex out_mu;
+  kube::Mutex out_mu;
   ro.log = [&](const std::string& pod, const std::string&, const std::string& line) {
-    std::lock_guard<std::mutex> lock(out_mu);
+    kube::MutexLock lock(out_mu);
     out << "[" << pod << "] " << line << "\n" << std::flush;
   };
   ro.adjust = [&](const kube::Object& pod, const kube::Object&, LaunchSpec& launch) {

@@ -41,7 +41,7 @@ void PodRuntime::start() { thread_ = std::thread([this] { loop(); }); }
 
 void PodRuntime::stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    kube::MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -61,9 +61,9 @@ void PodRuntime::loop() {
     } catch (const std::exception& e) {
       std::cerr << "korovod: pod runtime: " << e.what() << "\n";
     }
-    std::unique_lock<std::mutex> lock(mu_);
+    kube::MutexLock lock(mu_);
     if (clock_.wait_until(lock, cv_, clock_.steady_now() + options_.poll_interval,
-                          [this] { return stopping_; })) {
+                          [this]() KOROVOD_REQUIRES(mu_) { return stopping_; })) {
       return;
     }
   }

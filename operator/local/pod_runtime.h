@@ -19,6 +19,7 @@
 
 #include "kube/client.h"
 #include "kube/clock.h"
+#include "kube/mutex.h"
 #include "local/pod_launch.h"
 #include "local/pod_status.h"
 #include "local/process_launcher.h"
@@ -94,9 +95,9 @@ class PodRuntime {
   ProcessLauncher& launcher_;
   const RuntimeOptions options_;
   std::map<std::string, Pod> pods_;  // by uid; touched only by the loop thread (and stop())
-  std::mutex mu_;
+  kube::Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
+  bool stopping_ KOROVOD_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

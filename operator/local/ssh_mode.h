@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "local/process_launcher.h"
+#include "kube/mutex.h"
 #include "local/sandbox.h"
 
 namespace local {
@@ -50,8 +51,8 @@ class SshMode {
   const std::filesystem::path config_dir_, work_dir_;
   ProcessLauncher& launcher_;
   const EnvList tool_env_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::pair<std::string, int>> hosts_;  // GUARDED_BY(mu_): pod -> (fqdn, port)
+  mutable kube::Mutex mu_;
+  std::map<std::string, std::pair<std::string, int>> hosts_ KOROVOD_GUARDED_BY(mu_);  // pod -> (fqdn, port)
 };
 
 // The sshd -o SetEnv= value for an environment ("A=1 B=\"x y\"").

@@ -1,3 +1,4 @@
+#include "kube/mutex.h"
 #include "mpijob/reconciler.h"
 
 #include <atomic>
@@ -16,13 +17,13 @@ namespace {
 void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn) {
   std::atomic<size_t> next{0};
   std::exception_ptr first;
-  std::mutex mu;
+  kube::Mutex mu;
   auto work = [&] {
     for (size_t i = next++; i < n; i = next++) {
       try {
         fn(i);
       } catch (...) {
-        std::lock_guard lock(mu);
+        kube::MutexLock lock(mu);
         if (!first) first = std::current_exception();
       }
     }
