@@ -79,6 +79,7 @@ korovod_runtime* wrap(std::unique_ptr<Runtime> runtime) {
                runtime->cross_rank(), runtime->cross_size(), runtime->is_homogeneous(), runtime->elastic_round()};
   rt->transport_name = runtime->transport_name();
   rt->backend_names = fmt::format("{}", fmt::join(runtime->backend_names(), ","));
+  MutexLock lock(rt->mu);  // not shared yet; the lock keeps the analysis simple
   rt->runtime = std::move(runtime);
   return rt;
 }
@@ -101,7 +102,7 @@ int code_of(const Status& s) {
 
 int fail(korovod_runtime* rt, const Status& s) {
   if (rt) {
-    std::lock_guard lock(rt->mu);
+    MutexLock lock(rt->mu);
     rt->last_errors[std::this_thread::get_id()] = s.message();
   }
   return code_of(s);
@@ -116,7 +117,7 @@ void copy_text(const std::string& text, char* buf, int len) {
 
 std::shared_ptr<Runtime> runtime_of(const korovod_runtime* rt) {
   if (!rt) return nullptr;
-  std::lock_guard lock(rt->mu);
+  MutexLock lock(rt->mu);
   return rt->runtime;
 }
 
@@ -177,7 +178,7 @@ int korovod_shutdown(korovod_runtime* rt) {
   if (!rt) return KOROVOD_ERR_NOT_INITIALIZED;
   std::shared_ptr<korovod::Runtime> runtime;
   {
-    std::lock_guard lock(rt->mu);
+    korovod::MutexLock lock(rt->mu);
     runtime.swap(rt->runtime);
   }
   if (!runtime) return KOROVOD_OK;  // idempotent
@@ -198,7 +199,7 @@ int korovod_is_initialized(const korovod_runtime* rt) {
 
 const char* korovod_last_error(const korovod_runtime* rt) {
   if (!rt) return "korovod is not initialised";
-  std::lock_guard lock(rt->mu);
+  korovod::MutexLock lock(rt->mu);
   auto it = rt->last_errors.find(std::this_thread::get_id());
   return it == rt->last_errors.end() ? "" : it->second.c_str();
 }

@@ -92,7 +92,7 @@ FlatOp flat(int type, const char* name, const korovod_tensor* t) {
 
 void remember_output(korovod_runtime* rt, int64_t handle, std::shared_ptr<OutputSlot> slot) {
   if (!slot) return;
-  std::lock_guard lock(rt->mu);
+  MutexLock lock(rt->mu);
   rt->outputs[handle] = std::move(slot);
 }
 
@@ -113,7 +113,7 @@ int64_t enqueue_one(korovod_runtime* rt, const FlatOp& f, korovod_event* ready) 
 
 // The output slot of a handle, or why there is none.
 Result<std::shared_ptr<OutputSlot>> slot_of(korovod_runtime* rt, int64_t handle) {
-  std::lock_guard lock(rt->mu);
+  MutexLock lock(rt->mu);
   auto it = rt->outputs.find(handle);
   if (it == rt->outputs.end()) {
     return Status::invalid_argument(fmt::format("handle {} has no output the runtime allocated", handle));
@@ -294,7 +294,7 @@ const char* korovod_handle_error(korovod_runtime* rt, int64_t handle) {
   auto runtime = runtime_of(rt);
   if (!runtime) return rt ? "korovod is not initialised (shut down)" : "korovod is not initialised";
   Status s = runtime->wait_for(handle, 0.0);
-  std::lock_guard lock(rt->mu);
+  korovod::MutexLock lock(rt->mu);
   std::string& text = rt->handle_errors[handle];
   text = s.is_ok() || s.code() == korovod::StatusCode::kInProgress ? "" : s.message();
   return text.c_str();
@@ -307,7 +307,7 @@ int korovod_handle_output(korovod_runtime* rt, int64_t handle, void** data, int*
   auto out = runtime->output(handle);
   if (!out.is_ok()) return fail(rt, out.status());
   if (auto slot = slot_of(rt, handle); slot.is_ok()) {
-    std::lock_guard lock((*slot)->mu);
+    korovod::MutexLock lock((*slot)->mu);
     if ((*slot)->taken) return fail(rt, Status::invalid_argument(fmt::format("handle {}: output was taken", handle)));
   }
   *data = out->data;
@@ -354,7 +354,7 @@ void korovod_release(korovod_runtime* rt, int64_t handle) {
   if (!rt) return;
   if (auto runtime = runtime_of(rt)) runtime->release(handle);
   std::shared_ptr<korovod::OutputSlot> slot;  // freed outside the lock
-  std::lock_guard lock(rt->mu);
+  korovod::MutexLock lock(rt->mu);
   rt->handle_errors.erase(handle);
   if (auto it = rt->outputs.find(handle); it != rt->outputs.end()) {
     slot = std::move(it->second);

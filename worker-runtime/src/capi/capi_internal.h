@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "capi/output_buffer.h"
+#include "core/mutex.h"
 #include "korovod/c_api.h"
 #include "korovod/runtime.h"
 
@@ -21,14 +22,14 @@ struct korovod_runtime {
   std::string transport_name;
   std::string backend_names;  // comma separated
 
-  mutable std::mutex mu;
+  mutable korovod::Mutex mu;
   // Null after korovod_shutdown, which lets the Runtime (its sockets, a TCP store it hosts) go
   // as soon as no call is using it: every call works on its own reference (runtime_of).
-  std::shared_ptr<korovod::Runtime> runtime;
+  std::shared_ptr<korovod::Runtime> runtime KOROVOD_GUARDED_BY(mu);
   // Per calling thread: several threads may call at once and each reads its own failure.
-  std::map<std::thread::id, std::string> last_errors;
-  std::unordered_map<int64_t, std::string> handle_errors;                        // korovod_handle_error
-  std::unordered_map<int64_t, std::shared_ptr<korovod::OutputSlot>> outputs;  // runtime-allocated
+  std::map<std::thread::id, std::string> last_errors KOROVOD_GUARDED_BY(mu);
+  std::unordered_map<int64_t, std::string> handle_errors KOROVOD_GUARDED_BY(mu);                        // korovod_handle_error
+  std::unordered_map<int64_t, std::shared_ptr<korovod::OutputSlot>> outputs KOROVOD_GUARDED_BY(mu);  // runtime-allocated
 };
 
 struct korovod_event {

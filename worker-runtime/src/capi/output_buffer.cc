@@ -76,7 +76,7 @@ OutputAllocator allocator_for(std::shared_ptr<OutputSlot> slot) {
     for (int64_t d : shape) numel *= d;
     Result<OwnedBuffer> b = OwnedBuffer::allocate(slot->device, static_cast<size_t>(numel) * element_size(slot->dtype));
     if (!b.is_ok()) return b.status();
-    std::lock_guard lock(slot->mu);
+    MutexLock lock(slot->mu);
     slot->buffer = std::move(b).value();
     slot->shape = shape;
     slot->allocated = true;
@@ -86,7 +86,7 @@ OutputAllocator allocator_for(std::shared_ptr<OutputSlot> slot) {
 
 DoneCallback done_callback_for(std::shared_ptr<OutputSlot> slot) {
   return [slot = std::move(slot)](const Status& status) {
-    std::lock_guard lock(slot->mu);
+    MutexLock lock(slot->mu);
     slot->done = true;
     slot->status = status;
   };
@@ -97,7 +97,7 @@ Result<void*> take_as_dlpack(OutputSlot& slot, int dl_code, int dl_bits) {
     return Status::invalid_argument(fmt::format("DLPack type (code {}, bits {}) does not fit a {} output", dl_code,
                                                 dl_bits, dtype_name(slot.dtype)));
   }
-  std::lock_guard lock(slot.mu);
+  MutexLock lock(slot.mu);
   if (!slot.done) return Status::invalid_argument("the operation has not finished");
   if (!slot.status.is_ok()) return slot.status;
   if (slot.taken) return Status::invalid_argument("the output was already taken");

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/mutex.h"
 #include "korovod/runtime.h"
 
 namespace korovod {
@@ -39,13 +40,13 @@ struct OutputSlot {
   OutputSlot(DataType dtype, int device) : dtype(dtype), device(device) {}
   const DataType dtype;
   const int device;
-  std::mutex mu;  // guards the fields below
-  OwnedBuffer buffer;
-  std::vector<int64_t> shape;
-  bool allocated = false;
-  bool taken = false;
-  bool done = false;  // the operation ended, with `status`
-  Status status;
+  Mutex mu;
+  OwnedBuffer buffer KOROVOD_GUARDED_BY(mu);
+  std::vector<int64_t> shape KOROVOD_GUARDED_BY(mu);
+  bool allocated KOROVOD_GUARDED_BY(mu) = false;
+  bool taken KOROVOD_GUARDED_BY(mu) = false;
+  bool done KOROVOD_GUARDED_BY(mu) = false;  // the operation ended, with `status`
+  Status status KOROVOD_GUARDED_BY(mu);
 };
 
 // The operation's allocator and done callback, writing into `slot`.

@@ -7,7 +7,7 @@ namespace korovod {
 Status HandleTable::unknown(Handle handle) { return Status::invalid_argument("unknown handle " + std::to_string(handle)); }
 
 Handle HandleTable::create(DoneCallback on_done) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Handle h = next_++;
   states_.try_emplace(h).first->second.on_done = std::move(on_done);
   return h;
@@ -19,7 +19,7 @@ HandleTable::State* HandleTable::find(Handle handle) const {
 }
 
 void* HandleTable::allocate_owned(Handle handle, size_t bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   State* state = find(handle);
   if (!state) return nullptr;
   state->owned.resize(bytes == 0 ? 1 : bytes);
@@ -36,7 +36,7 @@ bool HandleTable::complete(Handle handle, Status status, OpOutput output) {
   Status delivered;
   State* state = nullptr;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     state = find(handle);
     if (!state || state->done || state->completing) return false;
     state->completing = true;
@@ -49,7 +49,7 @@ bool HandleTable::complete(Handle handle, Status status, OpOutput output) {
   // sees the callback's effects. Outside the lock: callbacks may call back into the table.
   if (callback) callback(delivered);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     finish(handle, *state);
   }
   done_cv_.notify_all();
@@ -62,7 +62,7 @@ void HandleTable::complete_many(const std::vector<Handle>& handles, const Status
   std::vector<std::pair<Handle, State*>> claimed;  // this call's to finish (others may hold the rest)
   claimed.reserve(handles.size());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (size_t i = 0; i < handles.size(); ++i) {
       State* state = find(handles[i]);
       if (!state || state->done || state->completing) continue;
@@ -77,7 +77,7 @@ void HandleTable::complete_many(const std::vector<Handle>& handles, const Status
   // As in complete(): callbacks outside the lock, before anyone can see their handle done.
   for (const auto& callback : callbacks) callback(status);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto [h, state] : claimed) finish(h, *state);
   }
   done_cv_.notify_all();
@@ -86,7 +86,7 @@ void HandleTable::complete_many(const std::vector<Handle>& handles, const Status
 void HandleTable::fail_all_pending(const Status& status) {
   std::vector<Handle> pending;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [h, state] : states_) {
       if (!state.done && !state.completing) pending.push_back(h);
     }
@@ -95,15 +95,15 @@ void HandleTable::fail_all_pending(const Status& status) {
 }
 
 Result<bool> HandleTable::poll(Handle handle) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const State* state = find(handle);
   if (!state) return unknown(handle);
   return state->done;
 }
 
 Status HandleTable::wait(Handle handle, std::optional<double> timeout_seconds) const {
-  std::unique_lock lock(mu_);
-  auto done = [&] {
+  MutexLock lock(mu_);
+  auto done = [&]() KOROVOD_REQUIRES(mu_) {
     const State* state = find(handle);
     return !state || state->done;
   };
@@ -117,7 +117,7 @@ Status HandleTable::wait(Handle handle, std::optional<double> timeout_seconds) c
 }
 
 std::optional<Status> HandleTable::finished_status(Handle handle) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const State* state = find(handle);
   if (!state) return unknown(handle);
   if (!state->done) return std::nullopt;
@@ -125,7 +125,7 @@ std::optional<Status> HandleTable::finished_status(Handle handle) const {
 }
 
 Result<OpOutput> HandleTable::output(Handle handle) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const State* state = find(handle);
   if (!state) return unknown(handle);
   if (!state->done) return Status::in_progress();
@@ -134,7 +134,7 @@ Result<OpOutput> HandleTable::output(Handle handle) const {
 }
 
 void HandleTable::release(Handle handle) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = states_.find(handle);
   if (it == states_.end()) return;
   if (it->second.completing && !it->second.done) {

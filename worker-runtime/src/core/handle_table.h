@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/thread_annotations.h"
 #include "korovod/runtime.h"
 
@@ -54,7 +55,7 @@ class HandleTable {
   void finish(Handle handle, State& state) KOROVOD_REQUIRES(mu_);  // done, or erased if released
   static Status unknown(Handle handle);
 
-  mutable std::mutex mu_;  // guards pool_, states_, next_ and every State's fields
+  mutable Mutex mu_;  // also guards every State's fields
   mutable std::condition_variable done_cv_;
   // States live in the map's nodes, which come from a pool: a training step creates and
   // releases hundreds of handles in bursts, which glibc's allocator serves slowly.

@@ -106,18 +106,18 @@ Result<std::shared_ptr<ProcessSet>> create_process_set(int id, std::vector<int> 
 }
 
 void ProcessSetTable::insert(std::shared_ptr<ProcessSet> set) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   sets_[set->id] = std::move(set);
 }
 
 std::shared_ptr<ProcessSet> ProcessSetTable::get(int id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sets_.find(id);
   return it == sets_.end() ? nullptr : it->second;
 }
 
 std::shared_ptr<ProcessSet> ProcessSetTable::erase(int id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sets_.find(id);
   if (it == sets_.end()) return nullptr;
   auto set = std::move(it->second);
@@ -126,7 +126,7 @@ std::shared_ptr<ProcessSet> ProcessSetTable::erase(int id) {
 }
 
 std::vector<std::shared_ptr<ProcessSet>> ProcessSetTable::members_in_id_order() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::shared_ptr<ProcessSet>> out;
   for (const auto& [id, set] : sets_) {
     if (set->member()) out.push_back(set);
@@ -135,26 +135,26 @@ std::vector<std::shared_ptr<ProcessSet>> ProcessSetTable::members_in_id_order() 
 }
 
 std::vector<std::shared_ptr<ProcessSet>> ProcessSetTable::all() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::shared_ptr<ProcessSet>> out;
   for (const auto& [id, set] : sets_) out.push_back(set);
   return out;
 }
 
 std::vector<int> ProcessSetTable::ids() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<int> out;
   for (const auto& [id, set] : sets_) out.push_back(id);
   return out;
 }
 
 int ProcessSetTable::take_next_id() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return next_id_++;
 }
 
 std::optional<int> ProcessSetTable::added_set_with(const std::vector<int>& ranks) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [id, set] : sets_) {
     if (id != kGlobalProcessSet && set->ranks == ranks) return id;
   }
@@ -162,19 +162,19 @@ std::optional<int> ProcessSetTable::added_set_with(const std::vector<int>& ranks
 }
 
 std::future<Result<int>> ProcessSetTable::submit_change(SetChange change) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto future = change.done->get_future();
   changes_.push_back(std::move(change));
   return future;
 }
 
 bool ProcessSetTable::change_pending() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return !changes_.empty();
 }
 
 std::optional<SetChange> ProcessSetTable::pop_change() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (changes_.empty()) return std::nullopt;
   SetChange c = std::move(changes_.front());
   changes_.pop_front();
@@ -182,14 +182,14 @@ std::optional<SetChange> ProcessSetTable::pop_change() {
 }
 
 std::vector<SetChange> ProcessSetTable::take_all_changes() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<SetChange> out(std::make_move_iterator(changes_.begin()), std::make_move_iterator(changes_.end()));
   changes_.clear();
   return out;
 }
 
 void ProcessSetTable::clear() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   sets_.clear();
 }
 

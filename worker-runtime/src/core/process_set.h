@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/negotiator.h"
 #include "core/tensor_queue.h"
 #include "core/thread_annotations.h"
@@ -80,7 +81,7 @@ class ProcessSetTable {
   void clear();
 
  private:
-  mutable std::mutex mu_;  // guards sets_, next_id_ and changes_
+  mutable Mutex mu_;
   std::map<int, std::shared_ptr<ProcessSet>> sets_ KOROVOD_GUARDED_BY(mu_);
   int next_id_ KOROVOD_GUARDED_BY(mu_) = 0;
   std::deque<SetChange> changes_ KOROVOD_GUARDED_BY(mu_);

@@ -90,12 +90,12 @@ bool RuntimeImpl::has_news() const {
 
 bool RuntimeImpl::cycle_worth_running(Backend& plane) {
   if (cycle_ || plane.control_round_pending()) return true;  // cycle_: one left half done
-  std::lock_guard lock(state_mu_);
+  MutexLock lock(state_mu_);
   return has_news() || (!engine_idle_ && Steady::now() >= last_cycle_start_ + stall_recheck());
 }
 
 void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
-  std::unique_lock lock(state_mu_);
+  MutexLock lock(state_mu_);
   while (!shutdown_requested_.load() && !loop_done_) {
     const uint64_t token = plane.idle_token();  // before looking: whatever comes later rings
     if (inline_driving_) {
@@ -162,7 +162,7 @@ Status RuntimeImpl::wait(Handle handle, std::optional<double> timeout_seconds) {
   // that rank's failure), the operation never runs: it fails rather than waits forever.
   bool exited = false;
   {
-    std::lock_guard lock(state_mu_);
+    MutexLock lock(state_mu_);
     exited = loop_exited_;
   }
   if (exited) {
@@ -178,7 +178,7 @@ Status RuntimeImpl::wait(Handle handle, std::optional<double> timeout_seconds) {
 
 void RuntimeImpl::drive_cycles(Handle handle, Steady::time_point deadline) {
   {
-    std::lock_guard lock(state_mu_);
+    MutexLock lock(state_mu_);
     if (inline_driving_ || loop_done_ || loop_exited_ || !running_.load()) return;
     inline_driving_ = true;
   }
@@ -187,7 +187,7 @@ void RuntimeImpl::drive_cycles(Handle handle, Steady::time_point deadline) {
   // Bounded by the caller's deadline: the background thread may be in a long cycle (a ready
   // event not ready yet, a peer that is slow to join).
   if (inline_possible_.load() && lock_cycle_until(deadline)) {
-    std::lock_guard cycle(cycle_mu_, std::adopt_lock);
+    TimedMutexLock cycle(cycle_mu_, std::adopt_lock);
     Backend* plane = idle_plane_.load();
     for (int n = 0;; ++n) {
       Result<bool> done = handles_.poll(handle);
@@ -216,7 +216,7 @@ void RuntimeImpl::drive_cycles(Handle handle, Steady::time_point deadline) {
     pending = done.is_ok() && !*done;
   }
   {
-    std::lock_guard lock(state_mu_);
+    MutexLock lock(state_mu_);
     inline_driving_ = false;
   }
   // Only an operation still pending, or a cycle left half done, needs the background thread

@@ -14,6 +14,7 @@
 #include "core/engine_parameters.h"
 #include "core/executor.h"
 #include "core/logger.h"
+#include "core/mutex.h"
 #include "core/process_set.h"
 #include "core/timed_mutex.h"
 #include "core/watchdog.h"
@@ -73,7 +74,7 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   CycleEnd run_one_cycle(std::chrono::steady_clock::time_point give_up_at) KOROVOD_REQUIRES(cycle_mu_);
   bool finish_cycle() KOROVOD_REQUIRES(cycle_mu_);  // after the last set: parameters, set change
   // cycle_mu_ for a waiting caller, given up at its deadline (the holder may be in a long cycle).
-  bool lock_cycle_until(std::chrono::steady_clock::time_point deadline);
+  bool lock_cycle_until(std::chrono::steady_clock::time_point deadline) KOROVOD_TRY_ACQUIRE(true, cycle_mu_);
   void drive_cycles(Handle handle, std::chrono::steady_clock::time_point deadline);
   // runtime_drive.cc, event mode: with the global set negotiating on a data plane that offers
   // an idle doorbell (shared memory), no cycle runs unless it has something to do -- local news
@@ -83,7 +84,7 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   Backend* find_idle_plane() const;
   bool has_news() const;
   std::chrono::steady_clock::duration stall_recheck() const;
-  bool cycle_worth_running(Backend& plane);
+  bool cycle_worth_running(Backend& plane) KOROVOD_REQUIRES(cycle_mu_);
   void wait_for_news(Backend& plane, std::chrono::steady_clock::duration cycle);
   bool loop_done() const;
   bool inline_safe() const;  // from the current sets; cached in inline_possible_
@@ -156,27 +157,25 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
   };
   std::optional<CycleRun> cycle_ KOROVOD_GUARDED_BY(cycle_mu_);
   std::atomic<std::thread::id> cycle_owner_{};  // the thread inside a cycle (callbacks may wait)
-  mutable std::mutex state_mu_;  // guards fatal_, loop_exited_, engine_idle_,
-                                 // inline_driving_, loop_done_, last_cycle_start_, news_since_,
-                                 // wake_now_, cycle_suspended_
+  mutable Mutex state_mu_;
   std::condition_variable state_cv_;  // loop exit, shutdown and new-work wake-ups
-  bool inline_driving_ = false;  // a waiting caller runs the cycles; the background thread stands by
-  bool loop_done_ = false;       // some cycle ended the engine (shutdown agreed, error, watchdog)
-  bool cycle_suspended_ = false; // cycle_ waits for a thread to resume it (the background thread's cue)
+  bool inline_driving_ KOROVOD_GUARDED_BY(state_mu_) = false;  // a waiting caller runs the cycles; the background thread stands by
+  bool loop_done_ KOROVOD_GUARDED_BY(state_mu_) = false;       // some cycle ended the engine (shutdown agreed, error, watchdog)
+  bool cycle_suspended_ KOROVOD_GUARDED_BY(state_mu_) = false; // cycle_ waits for a thread to resume it (the background thread's cue)
   // KOROVOD_INLINE_CYCLES and inline_safe(): recomputed whenever the process sets change.
   std::atomic<bool> inline_possible_{false};
   std::atomic<bool> device_tensors_seen_{false};  // some GPU tensor was enqueued
-  std::chrono::steady_clock::time_point last_cycle_start_{};  // paces the background thread
-  std::chrono::steady_clock::time_point news_since_{};  // event mode: news first seen (reset per cycle)
-  bool wake_now_ = false;  // wake_background: no caller will run the next cycle inline (reset per cycle)
+  std::chrono::steady_clock::time_point last_cycle_start_ KOROVOD_GUARDED_BY(state_mu_){};  // paces the background thread
+  std::chrono::steady_clock::time_point news_since_ KOROVOD_GUARDED_BY(state_mu_){};  // event mode: news first seen (reset per cycle)
+  bool wake_now_ KOROVOD_GUARDED_BY(state_mu_) = false;  // wake_background: no caller will run the next cycle inline (reset per cycle)
   // A request queued since the loop last looked, and whether the last cycle had nothing to do:
   // an idle engine starts a cycle as soon as work arrives instead of sleeping out cycle_time.
   // Set by enqueue without state_mu_ when no wake-up is due (note_work); read under it.
   std::atomic<bool> work_queued_{false};
-  bool engine_idle_ = true;
-  Status fatal_;                 // first background error, resurfaced on every later call
+  bool engine_idle_ KOROVOD_GUARDED_BY(state_mu_) = true;
+  Status fatal_ KOROVOD_GUARDED_BY(state_mu_);               // first background error, resurfaced on every later call
   std::atomic<bool> has_fatal_{false};  // fatal_ is set: enqueue looks without the lock
-  bool loop_exited_ = false;
+  bool loop_exited_ KOROVOD_GUARDED_BY(state_mu_) = false;
   std::unique_ptr<Watchdog> watchdog_;
   std::thread background_;
 };

@@ -17,7 +17,7 @@ Status duplicate_name(const Request& r) {
 
 Status TensorQueue::add(TensorEntry e) {
   std::string name = e.request.name;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto [it, inserted] = table_.try_emplace(std::move(name), std::move(e));  // e moves only if inserted
   if (!inserted) return duplicate_name(e.request);
   queue_.push_back(std::move(it->second.request));
@@ -26,7 +26,7 @@ Status TensorQueue::add(TensorEntry e) {
 
 Status TensorQueue::add(std::vector<TensorEntry> entries) {
   if (entries.size() == 1) return add(std::move(entries.front()));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::unordered_set<std::string> batch;  // names within a group
   for (const auto& e : entries) {
     if (table_.count(e.request.name) || !batch.insert(e.request.name).second) return duplicate_name(e.request);
@@ -40,7 +40,7 @@ Status TensorQueue::add(std::vector<TensorEntry> entries) {
 }
 
 std::vector<Request> TensorQueue::pop_requests() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Request> out;
   out.swap(queue_);
   // Room for as many as this cycle took: the next burst of enqueues does not regrow the vector
@@ -50,12 +50,12 @@ std::vector<Request> TensorQueue::pop_requests() {
 }
 
 bool TensorQueue::in_flight() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return table_.size() > queue_.size();  // every queued request also has its table entry
 }
 
 std::vector<TensorEntry> TensorQueue::take_all() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<TensorEntry> out;
   for (auto& [name, e] : table_) out.push_back(std::move(e));
   table_.clear();

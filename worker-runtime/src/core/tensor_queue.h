@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/message.h"
+#include "core/mutex.h"
 #include "core/thread_annotations.h"
 #include "korovod/runtime.h"
 
@@ -36,7 +37,7 @@ class TensorQueue {
   // The entries' requests have moved on to the negotiation.
   template <typename Fn>
   void take_each(const std::vector<std::string>& names, Fn fn) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (size_t i = 0; i < names.size(); ++i) {
       auto it = table_.find(names[i]);
       if (it == table_.end()) continue;
@@ -49,7 +50,7 @@ class TensorQueue {
   bool in_flight();
 
  private:
-  std::mutex mu_;  // guards pool_, table_ and queue_
+  Mutex mu_;
   // The table's nodes come from a pool: a training step inserts and erases hundreds of them in
   // bursts, which glibc's allocator serves slowly (its per-thread cache holds 7 chunks a size;
   // the rest are freed with coalescing, and allocating them consolidates).

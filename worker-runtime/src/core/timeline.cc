@@ -33,7 +33,7 @@ std::string json_escape(const std::string& s) {
 Timeline::~Timeline() { stop(); }
 
 Status Timeline::start(const std::string& path, bool mark_cycles) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   close_file();
   file_ = std::fopen(path.c_str(), "w");
   if (!file_) return Status::invalid_argument(fmt::format("cannot open timeline file '{}'", path));
@@ -51,7 +51,7 @@ Status Timeline::start(const std::string& path, bool mark_cycles) {
 }
 
 void Timeline::stop() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   close_file();
 }
 
@@ -91,43 +91,43 @@ void Timeline::record(const std::string& name, char phase, const std::string& op
 
 void Timeline::negotiate_start(const std::string& name, RequestType type) {
   if (!active()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (file_) record(name, 'B', "NEGOTIATE_" + std::string(request_type_name(type)));
 }
 
 void Timeline::negotiate_rank_ready(const std::string& name, int rank) {
   if (!active()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (file_) record(name, 'X', std::to_string(rank));
 }
 
 void Timeline::negotiate_end(const std::string& name) {
   if (!active()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (file_) record(name, 'E', "");
 }
 
 void Timeline::op_start(const std::string& name, ResponseType type) {
   if (!active()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (file_) record(name, 'B', std::string(response_type_name(type)));
 }
 
 void Timeline::activity_start(const std::string& name, const std::string& activity) {
   if (!active()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (file_) record(name, 'B', activity);
 }
 
 void Timeline::activity_end(const std::string& name) {
   if (!active()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (file_) record(name, 'E', "");
 }
 
 void Timeline::op_end(const std::string& name, DataType dtype, const std::vector<int64_t>& shape) {
   if (!active()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!file_) return;
   std::string dims;
   for (size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
@@ -137,14 +137,14 @@ void Timeline::op_end(const std::string& name, DataType dtype, const std::vector
 
 void Timeline::mark_cycle() {
   if (!active()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!file_ || !mark_cycles_) return;
   pending_.push_back(fmt::format("{{\"name\": \"CYCLE_START\", \"ph\": \"i\", \"ts\": {}, \"s\": \"g\"}}", ts()));
 }
 
 void Timeline::flush() {
   if (!active()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   write_pending();
 }
 

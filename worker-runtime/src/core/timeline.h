@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/thread_annotations.h"
 #include "korovod/clock.h"
 #include "korovod/status.h"
@@ -49,7 +50,7 @@ class Timeline {
   // file_ != nullptr, readable without the lock: every record call of an engine without a
   // timeline (the usual case) returns before taking mu_. Set and cleared under mu_.
   std::atomic<bool> on_{false};
-  mutable std::mutex mu_;  // guards everything below (user thread starts/stops, engine writes)
+  mutable Mutex mu_;  // guards everything below (user thread starts/stops, engine writes)
   std::FILE* file_ KOROVOD_GUARDED_BY(mu_) = nullptr;
   bool mark_cycles_ KOROVOD_GUARDED_BY(mu_) = false;
   Clock::TimePoint start_time_ KOROVOD_GUARDED_BY(mu_);

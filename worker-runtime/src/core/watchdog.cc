@@ -21,7 +21,7 @@ Watchdog::~Watchdog() { stop(); }
 
 void Watchdog::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -33,8 +33,8 @@ void Watchdog::leave_cycle() { cycle_start_ns_.store(0); }
 
 void Watchdog::run() {
   const auto period = std::min<std::chrono::nanoseconds>(timeout_ / 10, std::chrono::milliseconds(100));
-  std::unique_lock lock(mu_);
-  while (!cv_.wait_for(lock, period, [&] { return stop_; })) {
+  MutexLock lock(mu_);
+  while (!cv_.wait_for(lock, period, [&]() KOROVOD_REQUIRES(mu_) { return stop_; })) {
     int64_t start = cycle_start_ns_.load();
     if (start == 0 || now_ns() - start < timeout_.count()) continue;
     fired_.store(true);

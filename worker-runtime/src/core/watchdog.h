@@ -11,6 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include "core/mutex.h"
+
 namespace korovod {
 
 class Watchdog {
@@ -32,9 +34,9 @@ class Watchdog {
   std::function<void()> on_timeout_;
   std::atomic<int64_t> cycle_start_ns_{0};  // 0 = not inside a cycle
   std::atomic<bool> fired_{false};
-  std::mutex mu_;  // guards stop_
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;
+  bool stop_ KOROVOD_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

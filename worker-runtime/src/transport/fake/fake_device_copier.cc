@@ -33,13 +33,13 @@ void* FakeDeviceMemory::allocate(size_t bytes) {
     std::perror("fake device memory: mmap");
     std::abort();
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   regions_[reinterpret_cast<uintptr_t>(p)] = Region{length, 0};
   return p;
 }
 
 void FakeDeviceMemory::free(void* p) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = regions_.find(reinterpret_cast<uintptr_t>(p));
   if (it == regions_.end()) return;
   munmap(p, it->second.length);
@@ -55,7 +55,7 @@ uintptr_t FakeDeviceMemory::find(const void* p) const {
 }
 
 bool FakeDeviceMemory::contains(const void* p) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return p != nullptr && find(p) != 0;
 }
 
@@ -73,14 +73,14 @@ void FakeDeviceMemory::copy(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   uintptr_t to = 0, from = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     to = find(dst);
     from = find(src);
     if (to) open(to);
     if (from) open(from);
   }
   std::memmove(dst, src, bytes);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (to) close(to);
   if (from) close(from);
 }

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/mutex.h"
 #include "transport/common/device_copier.h"
 
 namespace korovod::fake {
@@ -38,12 +39,12 @@ class FakeDeviceMemory {
     int open = 0;       // copies in progress: readable and writable while > 0
   };
   // The region holding p (its start), or 0.
-  uintptr_t find(const void* p) const;
-  void open(uintptr_t start);
-  void close(uintptr_t start);
+  uintptr_t find(const void* p) const KOROVOD_REQUIRES(mu_);
+  void open(uintptr_t start) KOROVOD_REQUIRES(mu_);
+  void close(uintptr_t start) KOROVOD_REQUIRES(mu_);
 
-  mutable std::mutex mu_;  // guards regions_
-  std::map<uintptr_t, Region> regions_;
+  mutable Mutex mu_;
+  std::map<uintptr_t, Region> regions_ KOROVOD_GUARDED_BY(mu_);
 };
 
 class FakeDeviceCopier final : public DeviceCopier {

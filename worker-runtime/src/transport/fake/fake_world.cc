@@ -10,18 +10,18 @@ FakeWorld::FakeWorld(int size, std::chrono::milliseconds timeout)
     : size_(size), timeout_(timeout), dead_(size, false) {}
 
 void FakeWorld::kill(int global_rank) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   dead_[global_rank] = true;
 }
 
 bool FakeWorld::dead(int global_rank) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return dead_[global_rank];
 }
 
 Result<std::vector<std::string>> FakeWorld::exchange(const std::string& key, int members, int index,
                                                      int caller_global_rank, std::string bytes) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (dead_[caller_global_rank]) return Status::aborted("fake transport: this rank is dead");
   Group& g = groups_[key];
   if (g.slots.empty()) g.slots.resize(members);

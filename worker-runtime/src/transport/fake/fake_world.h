@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "korovod/transport.h"
 
 namespace korovod::fake {
@@ -36,10 +37,10 @@ class FakeWorld {
   };
   const int size_;
   const std::chrono::milliseconds timeout_;
-  mutable std::mutex mu_;  // guards groups_ and dead_
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, Group> groups_;
-  std::vector<bool> dead_;
+  std::map<std::string, Group> groups_ KOROVOD_GUARDED_BY(mu_);
+  std::vector<bool> dead_ KOROVOD_GUARDED_BY(mu_);
 };
 
 class FakeTransportProvider final : public TransportProvider {

@@ -13,17 +13,17 @@
 namespace korovod::tcp {
 
 void MeshFamily::join(Mesh* mesh) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   members_.push_back(mesh);
 }
 
 void MeshFamily::leave(Mesh* mesh) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   members_.erase(std::remove(members_.begin(), members_.end(), mesh), members_.end());
 }
 
 void MeshFamily::notify_all_but(const Mesh* failing, char notice) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (Mesh* m : members_) {
     if (m != failing) m->send_notice(notice);
   }
@@ -150,7 +150,7 @@ Status Mesh::timed_out(const std::vector<short>& want, const char* op, const std
 
 bool Mesh::interrupt(const std::string& why) {
   {
-    std::lock_guard lock(interrupt_mu_);
+    MutexLock lock(interrupt_mu_);
     if (interrupt_why_.empty()) interrupt_why_ = why;
   }
   interrupted_.store(true);
@@ -175,7 +175,7 @@ Status Mesh::wait(const std::vector<short>& want, std::vector<short>& ready, con
     if (interrupted_.load()) {
       std::string why;
       {
-        std::lock_guard lock(interrupt_mu_);
+        MutexLock lock(interrupt_mu_);
         why = interrupt_why_;
       }
       return timed_out(want, op, why);

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "transport/tcp/socket.h"
 
 namespace korovod::tcp {
@@ -41,8 +42,8 @@ class MeshFamily {
   void notify_all_but(const Mesh* failing, char notice);
 
  private:
-  std::mutex mu_;
-  std::vector<Mesh*> members_;
+  Mutex mu_;
+  std::vector<Mesh*> members_ KOROVOD_GUARDED_BY(mu_);
 };
 
 // What a collective wants from one peer in the next wait (poll events) and the I/O it still has
@@ -114,8 +115,8 @@ class Mesh {
   Fd wake_;                  // eventfd: readable once interrupted
   std::atomic<bool> interrupted_{false};
   std::atomic<bool> waiting_{false};
-  std::mutex interrupt_mu_;  // guards interrupt_why_
-  std::string interrupt_why_;
+  Mutex interrupt_mu_;
+  std::string interrupt_why_ KOROVOD_GUARDED_BY(interrupt_mu_);
   std::shared_ptr<MeshFamily> family_;
 };
 

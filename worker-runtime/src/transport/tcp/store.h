@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/thread_annotations.h"
 #include "transport/tcp/handshake_gate.h"
 #include "transport/tcp/socket.h"
@@ -75,7 +76,7 @@ class StoreClient {
       : fd_(std::move(fd)), server_(std::move(server)), who_(std::move(who)), timeout_seconds_(timeout_seconds) {}
   Result<std::string> call(const StoreRequest& r, double timeout_seconds);
 
-  std::mutex mu_;  // one request in flight at a time
+  Mutex mu_;  // one request in flight at a time
   Fd fd_ KOROVOD_GUARDED_BY(mu_);
   std::string buffer_ KOROVOD_GUARDED_BY(mu_);
   Endpoint server_;

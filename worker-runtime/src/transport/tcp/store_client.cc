@@ -21,7 +21,7 @@ Result<std::unique_ptr<StoreClient>> StoreClient::connect(const Endpoint& server
 }
 
 Result<std::string> StoreClient::call(const StoreRequest& r, double timeout_seconds) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const std::string where = fmt::format("the rendezvous store at {}", server_.to_string());
   if (!fd_.valid()) return Status::aborted(fmt::format("{}: an earlier call to {} timed out", who_, where));
   const Deadline deadline = deadline_after(timeout_seconds);
