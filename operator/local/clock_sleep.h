@@ -8,13 +8,14 @@
 #include <mutex>
 
 #include "kube/clock.h"
+#include "kube/mutex.h"
 
 namespace local {
 
 inline void sleep_until(kube::Clock& clock, std::chrono::steady_clock::time_point wake) {
-  std::mutex mu;
+  kube::Mutex mu;
   std::condition_variable never_notified;
-  std::unique_lock<std::mutex> lock(mu);
+  kube::MutexLock lock(mu);
   clock.wait_until(lock, never_notified, wake, [] { return false; });
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "kube/mutex.h"
 #include "local/process_launcher.h"
 
 namespace local {
@@ -33,45 +34,45 @@ class FakeProcessLauncher final : public ProcessLauncher {
   std::unique_ptr<LaunchedProcess> start(const Exec& exec, LineSink sink) override {
     std::optional<int> code;
     if (on_start_) code = on_start_(exec, sink);  // outside mu_: it may throw or log
-    std::lock_guard<std::mutex> lock(mu_);
+    kube::MutexLock lock(mu_);
     records_.push_back({exec, std::move(sink), code, {}});
     changed_.notify_all();
     return std::make_unique<Fake>(*this, records_.size() - 1);
   }
 
   size_t started() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    kube::MutexLock lock(mu_);
     return records_.size();
   }
   Exec exec(size_t i) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    kube::MutexLock lock(mu_);
     return records_.at(i).exec;
   }
   std::vector<int> signals(size_t i) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    kube::MutexLock lock(mu_);
     return records_.at(i).signals;
   }
   // Process i writes a line, then (with a code) ends.
   void say(size_t i, const std::string& line) {
     LineSink sink;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      kube::MutexLock lock(mu_);
       sink = records_.at(i).sink;
     }
     sink(line);
   }
   void end(size_t i, int code) {
-    std::lock_guard<std::mutex> lock(mu_);
+    kube::MutexLock lock(mu_);
     if (!records_.at(i).exit_code) records_[i].exit_code = code;
     changed_.notify_all();
   }
   void ignore_sigterm(bool ignore) {
-    std::lock_guard<std::mutex> lock(mu_);
+    kube::MutexLock lock(mu_);
     ignore_sigterm_ = ignore;
   }
   // Blocks (really, up to 5 s) until pred() holds over the launcher's records; false on timeout.
   bool wait_for(const std::function<bool()>& pred) {
-    std::unique_lock<std::mutex> lock(mu_);
+    kube::MutexLock lock(mu_);
     return changed_.wait_for(lock, std::chrono::seconds(5), pred);
   }
   bool wait_for_started(size_t n) {
@@ -97,11 +98,11 @@ class FakeProcessLauncher final : public ProcessLauncher {
    public:
     Fake(FakeProcessLauncher& owner, size_t index) : owner_(owner), index_(index) {}
     std::optional<int> poll() override {
-      std::lock_guard<std::mutex> lock(owner_.mu_);
+      kube::MutexLock lock(owner_.mu_);
       return owner_.records_[index_].exit_code;
     }
     void signal(int signo) override {
-      std::lock_guard<std::mutex> lock(owner_.mu_);
+      kube::MutexLock lock(owner_.mu_);
       auto& r = owner_.records_[index_];
       r.signals.push_back(signo);
       if (!r.exit_code && (signo == SIGKILL || (signo == SIGTERM && !owner_.ignore_sigterm_))) {
@@ -110,7 +111,7 @@ class FakeProcessLauncher final : public ProcessLauncher {
       owner_.changed_.notify_all();
     }
     int wait() override {
-      std::unique_lock<std::mutex> lock(owner_.mu_);
+      kube::MutexLock lock(owner_.mu_);
       owner_.changed_.wait(lock, [&] { return owner_.records_[index_].exit_code.has_value(); });
       return *owner_.records_[index_].exit_code;
     }
@@ -121,10 +122,10 @@ class FakeProcessLauncher final : public ProcessLauncher {
   };
 
   const OnStart on_start_;
-  mutable std::mutex mu_;
+  mutable kube::Mutex mu_;
   std::condition_variable changed_;
-  std::deque<Record> records_;  // GUARDED_BY(mu_)
-  bool ignore_sigterm_ = false;  // GUARDED_BY(mu_)
+  std::deque<Record> records_ KOROVOD_GUARDED_BY(mu_);
+  bool ignore_sigterm_ KOROVOD_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace local

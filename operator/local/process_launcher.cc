@@ -24,10 +24,10 @@ int stop_process(LaunchedProcess& process, std::chrono::milliseconds grace, kube
 
 RunResult run_to_end(ProcessLauncher& launcher, const Exec& exec) {
   RunResult result;
-  std::mutex mu;
+  kube::Mutex mu;  // the output callback may run on the launcher's reader thread
   {
     auto process = launcher.start(exec, [&](const std::string& line) {
-      std::lock_guard<std::mutex> lock(mu);
+      kube::MutexLock lock(mu);
       result.output.push_back(line);
     });
     result.exit_code = process->wait();
