@@ -11,7 +11,7 @@
 // MPIJob for launcher pods). A failed reconcile is handled by ReconcileFailures: a retryable
 // failure is requeued with per-key exponential backoff (5ms..1000s, max'ed with a token
 // bucket), a permanent one (the API server refused the request: Invalid, Forbidden, ...) is
-// not requeued and waits for the next change (reconcile_failure.h). Result::requeue_after is
+// not requeued with backoff: it waits for the next change, or 5 minutes (reconcile_failure.h). Result::requeue_after is
 // honoured. On stop: no new keys are handed out, in-flight reconciles finish, informers stop,
 // run() returns.
 #pragma once

@@ -67,8 +67,8 @@ std::string OperatorMetrics::render() const {
          "client set?", leader_ ? 1 : 0);
   out += fmt::format(
       "# HELP mpi_operator_reconcile_errors_total Reconciles that failed, by class: retryable "
-      "(requeued with backoff) or permanent (not retried until the MPIJob or an object it owns "
-      "changes)\n# TYPE mpi_operator_reconcile_errors_total counter\n"
+      "(requeued with backoff) or permanent (retried when the MPIJob or an object it owns "
+      "changes, or after 5 minutes)\n# TYPE mpi_operator_reconcile_errors_total counter\n"
       "mpi_operator_reconcile_errors_total{{class=\"permanent\"}} {}\n"
       "mpi_operator_reconcile_errors_total{{class=\"retryable\"}} {}\n",
       permanent_errors_.load(), retryable_errors_.load());

@@ -7,7 +7,7 @@
 //   mpi_operator_is_leader                         gauge
 //   mpi_operator_reconcile_duration_seconds        histogram
 //   mpi_operator_reconcile_errors_total{class}     counter: retryable (requeued with backoff)
-//                                                  or permanent (not retried until a change)
+//                                                  or permanent (retried on a change or after 5 min)
 //   mpi_operator_workqueue_depth                   gauge (read from the queue at scrape time)
 //   mpi_operator_api_requests_total{verb}          counter (CountingClient)
 //

@@ -36,8 +36,9 @@ FailureClass ReconcileFailures::handle(const std::string& key, std::exception_pt
   }
   metrics_.reconcile_permanent_error();
   queue_.forget(key);  // no backoff carried into the reconcile the next change brings
-  const std::string what = "reconcile failed permanently; not retried until the MPIJob or an "
-                           "object it owns changes";
+  queue_.add_after(key, kPermanentRecheck);
+  const std::string what = "reconcile failed permanently; retried when the MPIJob or an object "
+                           "it owns changes, or in 5 minutes";
   log_.error(what, {{"mpijob", key}, {"reason", f.reason}, {"error", f.message}});
   // What and why first: the recorder cuts a message at 1024 characters.
   if (job) {

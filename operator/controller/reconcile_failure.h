@@ -11,10 +11,13 @@
 //              exception -- unknown means retried, so no failure is dropped.
 //   Permanent  the API server refused a request that the next reconcile would send unchanged
 //              (kube::is_permanent: 422 Invalid, 400 BadRequest, 403 Forbidden, 413, ...).
-//              Not requeued, and the key's backoff history is forgotten; logged once at error
-//              level and recorded as a Warning event (reason ReconcileFailed) on the MPIJob.
-//              The key is reconciled again on its next informer event: the MPIJob edited, an
-//              object it owns changed, or the operator restarted (which lists every MPIJob).
+//              Not requeued with backoff, and the key's backoff history is forgotten; logged
+//              at error level and recorded as a Warning event (reason ReconcileFailed) on the
+//              MPIJob. The key is reconciled again on its next informer event (the MPIJob
+//              edited, an object it owns changed, the operator restarted) or after
+//              kPermanentRecheck, whichever comes first: what a 403 names (RBAC, an admission
+//              policy, a service account) is fixed outside the job, and that fix enqueues
+//              nothing. So a refusal costs one reconcile per 5 minutes, not a backoff loop.
 //
 // An MPIJob that fails korovod's own validation never gets here: the reconciler marks it
 // Failed with reason ValidationError and returns normally (mpijob/plan.cc). A permanent API
@@ -23,6 +26,7 @@
 // an edit that fixes the spec could not bring the job back.
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <string>
 
@@ -49,6 +53,8 @@ struct Failure {
 Failure classify(std::exception_ptr e);
 
 inline constexpr const char* kReasonReconcileFailed = "ReconcileFailed";
+// When a permanently failed key is reconciled again if nothing enqueued it before.
+inline constexpr std::chrono::minutes kPermanentRecheck{5};
 
 class ReconcileFailures {
  public:

@@ -131,7 +131,7 @@ TEST_F(ReconcileFailuresTest, RetryableIsRequeuedWithGrowingBackoff) {
       << text;
 }
 
-TEST_F(ReconcileFailuresTest, PermanentIsNotRequeuedAndForgetsTheBackoff) {
+TEST_F(ReconcileFailuresTest, PermanentIsOnlyRecheckedAfterFiveMinutesAndForgetsTheBackoff) {
   // Two retryable failures build up backoff history first.
   for (int i = 0; i < 2; ++i) {
     queue.add(key);
@@ -146,12 +146,20 @@ TEST_F(ReconcileFailuresTest, PermanentIsNotRequeuedAndForgetsTheBackoff) {
   queue.done(key);
   EXPECT_EQ(queue.num_requeues(key), 0) << "the key's backoff history must be forgotten";
   EXPECT_EQ(queue.len(), 0u);
-  EXPECT_EQ(queue.waiting(), 0u) << "a permanent failure must not be requeued";
-  clock.advance(std::chrono::seconds(2000));  // past the longest backoff
-  EXPECT_EQ(queue.len(), 0u);
-  // The next change of the MPIJob (an informer event) reconciles it again, from no backoff.
+  EXPECT_EQ(queue.waiting(), 1u) << "a permanent failure must be checked again, late";
+  clock.advance(kPermanentRecheck - std::chrono::seconds(1));
+  EXPECT_EQ(queue.len(), 0u) << "a permanent failure must not come back before 5 minutes";
+  // The next change of the MPIJob (an informer event) reconciles it at once, from no backoff.
   queue.add(key);
   EXPECT_EQ(queue.len(), 1u);
+  ASSERT_EQ(queue.get(), key);
+  queue.done(key);
+  // With nothing changed, the recheck hands it out once the 5 minutes are over: a fix made
+  // outside the job (a RoleBinding, a service account) is noticed without touching the MPIJob.
+  clock.advance(std::chrono::seconds(1));
+  EXPECT_EQ(queue.len(), 1u);
+  EXPECT_EQ(queue.get(), key);
+  queue.done(key);
 
   EXPECT_EQ(metrics.permanent_errors(), 1u);
   EXPECT_EQ(metrics.retryable_errors(), 2u);
@@ -163,8 +171,8 @@ TEST_F(ReconcileFailuresTest, PermanentIsNotRequeuedAndForgetsTheBackoff) {
 
   const auto events = recorder.with_reason(kReasonReconcileFailed);
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].rfind(key + ": Warning: reconcile failed permanently; not retried until "
-                                  "the MPIJob or an object it owns changes: Invalid (HTTP 422) on "
+  EXPECT_EQ(events[0].rfind(key + ": Warning: reconcile failed permanently; retried when the "
+                                  "MPIJob or an object it owns changes, or in 5 minutes: Invalid (HTTP 422) on "
                                   "spec.containers[0].resources.requests[nvidia.com/gpu]: Pod "
                                   "\"pi-worker-0\" is invalid",
                             0),
@@ -177,8 +185,8 @@ TEST_F(ReconcileFailuresTest, PermanentIsNotRequeuedAndForgetsTheBackoff) {
     ++lines;
   }
   EXPECT_EQ(lines, 1u) << text;
-  EXPECT_NE(text.find(" level=error msg=\"reconcile failed permanently; not retried until the "
-                      "MPIJob or an object it owns changes\" mpijob=" + key +
+  EXPECT_NE(text.find(" level=error msg=\"reconcile failed permanently; retried when the MPIJob "
+                      "or an object it owns changes, or in 5 minutes\" mpijob=" + key +
                       " reason=\"Invalid (HTTP 422) on "
                       "spec.containers[0].resources.requests[nvidia.com/gpu]\""),
             std::string::npos)
@@ -191,8 +199,8 @@ TEST_F(ReconcileFailuresTest, AFailureOfADeletedJobIsHandledWithoutAnEvent) {
   EXPECT_EQ(failures.handle(key, std::make_exception_ptr(invalid_pod("pi-worker-0")), nullptr),
             FailureClass::Permanent);
   queue.done(key);
-  EXPECT_EQ(queue.waiting(), 0u);
-  queue.add(key);
+  EXPECT_EQ(queue.waiting(), 1u);
+  clock.advance(kPermanentRecheck);
   take(key);
   EXPECT_EQ(failures.handle(key, std::make_exception_ptr(std::logic_error("?")), nullptr),
             FailureClass::Retryable);

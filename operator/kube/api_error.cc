@@ -31,8 +31,13 @@ bool is_permanent(const ApiError& e) {
       // changes the object or the cluster. A ResourceQuota refusal ("exceeded quota", or the
       // quota's usage not computed yet) clears by itself when other pods in the namespace
       // finish -- and their deletion does not enqueue this object, so only a retry notices.
+      // The ServiceAccount admission plugin refuses pods ("error looking up service account
+      // ns/default: serviceaccount \"default\" not found") until the service-account
+      // controller has made the account, a moment after the namespace: a job applied right
+      // after `kubectl create namespace` meets it.
       return e.api_message().find("exceeded quota") == std::string::npos &&
-             e.api_message().find("status unknown for quota") == std::string::npos;
+             e.api_message().find("status unknown for quota") == std::string::npos &&
+             e.api_message().find("error looking up service account") == std::string::npos;
     default:
       // Retryable, deliberately:
       //  0 (no answer: connection, TLS, timeout), 408, 429, 5xx: the server or the path to it.

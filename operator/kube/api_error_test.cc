@@ -78,6 +78,13 @@ TEST(ApiError, PermanentOnlyWhenTheServerRefusedTheRequestItself) {
       "cpu=60, limited: cpu=64")));
   EXPECT_FALSE(is_permanent(ApiError(
       403, "Forbidden", "pods \"p\" is forbidden: status unknown for quota: compute, resource: cpu")));
+  // The ServiceAccount admission refusal of a namespace made a moment ago: retried.
+  EXPECT_FALSE(is_permanent(ApiError(
+      403, "Forbidden",
+      "pods \"pi-worker-0\" is forbidden: error looking up service account team-a/default: "
+      "serviceaccount \"default\" not found")));
+  // A service account the pod template names and nobody made is the same message; it stays
+  // retryable (the user creates the account, which does not enqueue the MPIJob).
   EXPECT_TRUE(is_permanent(ApiError(
       403, "Forbidden",
       "pods \"p\" is forbidden: violates PodSecurity \"restricted:latest\": privileged")));

@@ -190,6 +190,13 @@ class OperatorChaos : public optest::OperatorTest {
     check_no_orphans(driver.jobs());
 
     const std::string log = op_->log();
+    // Every fault here passes by itself (and a namespace made a moment ago has no service
+    // account yet): nothing the operator met may count as permanent, or a job would wait for
+    // an edit that never comes.
+    const size_t permanent = log.find("reconcile failed permanently");
+    EXPECT_EQ(permanent, std::string::npos)
+        << "the operator called a failure permanent: "
+        << log.substr(permanent == std::string::npos ? 0 : permanent, 600);
     double slowest = 0;
     for (const auto& j : driver.jobs()) slowest = std::max(slowest, j.seconds_to_gone);
     std::cerr << kJobs << " lifecycles in " << chaos_seconds << " s (slowest " << slowest

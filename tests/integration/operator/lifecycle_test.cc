@@ -256,5 +256,28 @@ TEST_F(Lifecycle, WhatAdmissionCannotJudgeFailsWithValidationError) {
   EXPECT_EQ(count_workers(c(), ns(), name), 0u);
 }
 
+// The ServiceAccount admission refuses pods naming an account that does not exist yet with a
+// 403 ("error looking up service account"); so does every pod of a namespace made a moment
+// ago, before the service-account controller made its "default". It passes by itself: the
+// operator must retry it (not wait for an edit of the MPIJob, which would never come) and must
+// not call it a permanent failure.
+TEST_F(Lifecycle, WorkersWaitForAServiceAccountThatComesLater) {
+  kube::Object job = mpijob({.name = "late", .workers = 2});
+  job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["serviceAccountName"] = "late-sa";
+  c().create(kMPIJobs, ns(), job);
+  ASSERT_TRUE(wait_for([&] {
+    return op_->log().find("error looking up service account " + ns() + "/late-sa") !=
+           std::string::npos;
+  })) << op_->log();
+  EXPECT_EQ(count_workers(c(), ns(), "late"), 0u);
+  kube::Object sa = {{"apiVersion", "v1"}, {"kind", "ServiceAccount"},
+                     {"metadata", {{"name", "late-sa"}}}};
+  c().create(kube::resources::kServiceAccounts, ns(), sa);
+  EXPECT_TRUE(wait_for([&] { return count_workers(c(), ns(), "late") == 2; }, 60s))
+      << "the workers must come once the account exists, with the MPIJob untouched";
+  EXPECT_FALSE(has_event(c(), ns(), "late", "ReconcileFailed"));
+  EXPECT_EQ(op_->log().find("reconcile failed permanently"), std::string::npos) << op_->log();
+}
+
 }  // namespace
 }  // namespace optest
