@@ -137,8 +137,8 @@ class Backend {
   // ends the wait in progress (and fails every later one) with an error that starts with `why`
   // and names the peers that never answered; it returns true when a wait was in progress, so the
   // engine fails with that error rather than its own, which names no rank. Any thread, while
-  // another runs this plane's collectives. The default (MPI, NCCL, shared memory, whose waits
-  // bound and name by themselves) does nothing.
+  // another runs this plane's collectives (TCP, shared memory). The default (MPI, NCCL, whose
+  // waits cannot be interrupted) does nothing.
   virtual bool interrupt_wait(const std::string& why) {
     (void)why;
     return false;

@@ -47,6 +47,8 @@ class DataPlaneControl final : public ControlChannel {
     bytes.resize(static_cast<size_t>(n));
     return n > 0 ? plane_.broadcast(bytes.data(), n, 0) : Status::ok();
   }
+  // The plane itself is among the set's backends, which the watchdog interrupts too.
+  bool interrupt_wait(const std::string& why) override { return inner_->interrupt_wait(why); }
 
  private:
   std::unique_ptr<ControlChannel> inner_;

@@ -357,7 +357,7 @@ Status RuntimeImpl::fatal_error() const {
 }
 
 void RuntimeImpl::on_watchdog_timeout() {
-  // A plane that knows which peers its collective waits for (TCP) ends that wait with an error
+  // A plane that knows which peers its collective waits for (TCP, shared memory) ends that wait with an error
   // naming the ranks that never answered, and the background loop stops with it: given a moment
   // for that (the plane first collects its peers' failure notices, Mesh::kSettleSeconds). The
   // error below, which names no rank, is what is left when no plane could say.
@@ -365,13 +365,10 @@ void RuntimeImpl::on_watchdog_timeout() {
                                       config_.collective_timeout_seconds);
   bool named = false;
   for (const auto& set : sets_.members_in_id_order()) named = set->interrupt_waits(why) || named;
-  {
-    // Shared memory has no interrupt: it names a stopped peer from its own wait, which began a
-    // little after the cycle did and so runs out a little after this watchdog (rt_elastic_stop,
-    // shm np 5: the watchdog won by 1 ms and no rank was named). A moment for that too.
-    const auto grace = named ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(300);
+  if (named) {
     MutexLock lock(state_mu_);
-    state_cv_.wait_for(lock, grace, [this]() KOROVOD_REQUIRES(state_mu_) { return loop_done_ || !fatal_.is_ok(); });
+    state_cv_.wait_for(lock, std::chrono::seconds(1),
+                       [this]() KOROVOD_REQUIRES(state_mu_) { return loop_done_ || !fatal_.is_ok(); });
   }
   record_fatal(Status::aborted(fmt::format(
       "a collective of the background loop did not complete within {} s "

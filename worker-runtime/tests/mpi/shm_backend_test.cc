@@ -7,7 +7,9 @@
 // Also the bit-vector allreduce the negotiation runs on shared memory (shm_control_check.h) and
 // allreduce_many, the fused response's tensors reduced in place.
 //   --stuck   the last rank stays away (alive) for longer than a 1 s wait bound: the others'
-//             allreduce_bits must give up after about 1 s (SHM-STUCK-OK).
+//             allreduce_bits must give up after about 1 s (SHM-STUCK-OK); then, with no wait
+//             bound, an interrupt_wait (the engine's watchdog) 0.4 s in must end their wait,
+//             naming the stuck rank (SHM-INTERRUPT-OK).
 //   --crash   the last rank is SIGKILLed by a timer thread while everyone loops over large
 //             allreduces; each survivor must get an error within kCrashBoundSeconds and prints
 //             SHM-CRASH-OK.
@@ -66,8 +68,9 @@ int main(int argc, char** argv) {
     shm::Geometry bounded;
     bounded.wait_timeout_seconds = 1.0;
     BackendPair s = make_shm_backends(mpi.context(), bounded, 0, size);
-    if (!s.under_test) return 2;
-    return run_stuck_peer(*s.under_test, rank, size, bounded.wait_timeout_seconds);
+    BackendPair u = make_shm_backends(mpi.context(), shm::Geometry{}, 1, size);
+    if (!s.under_test || !u.under_test) return 2;
+    return run_stuck_peer(*s.under_test, *u.under_test, rank, size, bounded.wait_timeout_seconds);
   }
 
   Checker c(rank);

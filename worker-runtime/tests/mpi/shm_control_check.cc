@@ -54,7 +54,7 @@ void check_bits_allreduce(Backend& shm, Backend& reference, Checker& c, int rank
             "{} words must be refused with a clear error, got: {}", most + 1, st.message());
 }
 
-int run_stuck_peer(Backend& shm, int rank, int size, double bound_seconds) {
+int run_stuck_peer(Backend& shm, Backend& unbounded, int rank, int size, double bound_seconds) {
   Checker c(rank);
   const int stuck = size - 1;
   const auto start = std::chrono::steady_clock::now();
@@ -74,6 +74,34 @@ int run_stuck_peer(Backend& shm, int rank, int size, double bound_seconds) {
                      st.message().find("failed") != std::string::npos,
               "the error names the reason: {}", st.message());
     fmt::print("[rank {}] SHM-STUCK-OK after {:.2f} s: {}\n", rank, waited, st.message());
+  }
+
+  // The same stuck rank, no wait bound: the watchdog's interrupt ends the wait, naming it.
+  MPI_Barrier(MPI_COMM_WORLD);
+  constexpr double kInterruptAfter = 0.4;
+  const std::string why = "the collective timeout (test) passed";
+  const auto again = std::chrono::steady_clock::now();
+  if (rank == stuck) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(kInterruptAfter + 1.5));
+    Status late = unbounded.allreduce_bits(bits, BitwiseOp::kAnd);
+    MPI_CHECK(c, !late.is_ok(), "the stuck rank's late allreduce_bits must fail after the interrupt");
+  } else {
+    std::thread watchdog([&] {
+      std::this_thread::sleep_for(std::chrono::duration<double>(kInterruptAfter));
+      unbounded.interrupt_wait(why);
+    });
+    Status st = unbounded.allreduce_bits(bits, BitwiseOp::kAnd);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - again).count();
+    watchdog.join();
+    MPI_CHECK(c, !st.is_ok(), "allreduce_bits with rank {} stuck must fail once interrupted", stuck);
+    MPI_CHECK(c, waited >= kInterruptAfter * 0.9 && waited < kInterruptAfter + 1.0,
+              "gave up {:.2f} s after the start, the interrupt came at {} s", waited, kInterruptAfter);
+    MPI_CHECK(c, st.message().find(fmt::format("lost rank {} ", stuck)) != std::string::npos,
+              "the error names the stuck rank {}: {}", stuck, st.message());
+    // This rank's own interrupt, or a peer's abort flag naming the stuck rank, whichever came first.
+    MPI_CHECK(c, st.message().rfind(why, 0) == 0 || st.message().find("failed waiting for it") != std::string::npos,
+              "the error says why: {}", st.message());
+    fmt::print("[rank {}] SHM-INTERRUPT-OK after {:.2f} s: {}\n", rank, waited, st.message());
   }
   return verdict(c, fmt::format("rt_shm_stuck_peer np={}", size));
 }

@@ -11,7 +11,9 @@ void check_bits_allreduce(Backend& shm, Backend& reference, Checker& c, int rank
 
 // The last rank stays away (alive) for twice `bound_seconds`: every other rank's
 // allreduce_bits must fail after about the bound, naming why. Returns the exit code.
-int run_stuck_peer(Backend& shm, int rank, int size, double bound_seconds);
+// `bounded`: a wait bound of bound_seconds; `unbounded`: none, so only interrupt_wait (the
+// engine's watchdog) ends a wait on the stuck rank.
+int run_stuck_peer(Backend& bounded, Backend& unbounded, int rank, int size, double bound_seconds);
 
 // np = 4 as two simulated hosts of two ranks (host = rank / 2): HierarchicalBackend (the
 // NCCL hierarchical allreduce's composition) with shared memory in the place of NCCL inside a

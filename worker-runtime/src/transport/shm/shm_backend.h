@@ -52,6 +52,7 @@ class ShmBackend final : public Backend {
     if (group_) group_->ring_own();
   }
   bool control_round_pending() const override { return group_ && group_->control_round_pending(); }
+  bool interrupt_wait(const std::string& why) override { return group_ && group_->interrupt(why); }
   // The part of each slot a pipelined round uses: whole pages, at least one, at most the slot
   // (0 = the whole slot). Rounds advance the same way on every rank whatever the chunk, so the
   // only rule is the interface's: every member switches between the same two collectives.

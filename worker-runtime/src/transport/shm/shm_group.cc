@@ -158,6 +158,11 @@ Status Group::wait(int rank, Counter c, uint64_t target) {
     cpu_relax();
   }
   using Steady = std::chrono::steady_clock;
+  waiting_for_.store(rank, std::memory_order_seq_cst);
+  struct NotWaiting {
+    std::atomic<int>& w;
+    ~NotWaiting() { w.store(-1, std::memory_order_seq_cst); }
+  } not_waiting{waiting_for_};
   const Steady::time_point slow_since = Steady::now();
   Steady::time_point give_up = Steady::time_point::max();
   if (geometry_.wait_timeout_seconds > 0) {
@@ -170,6 +175,13 @@ Status Group::wait(int rank, Counter c, uint64_t target) {
     Steady::time_point now{};
     if ((i & 15) == 0) {
       KOROVOD_RETURN_IF_ERROR(check_peers(rank, c, target));
+      if (interrupted_.load(std::memory_order_acquire) && word.load(std::memory_order_acquire) < target) {
+        failed_ = true;
+        abort_all(rank);
+        return Status::aborted(fmt::format(
+            "{}: shared-memory collective: lost {} (pid {}): it did not arrive (alive but "
+            "stopped or stuck)", why_, name(rank), pids_[rank]));
+      }
       now = Steady::now();
       if (now >= give_up && word.load(std::memory_order_acquire) < target) {
         failed_ = true;
@@ -193,6 +205,21 @@ Status Group::wait(int rank, Counter c, uint64_t target) {
     peer.sleepers(c).fetch_sub(1, std::memory_order_seq_cst);
     i = -1;  // checks (abort, liveness, time) after every sleep
   }
+}
+
+bool Group::interrupt(const std::string& why) {
+  bool first = false;
+  if (interrupt_claimed_.compare_exchange_strong(first, true)) {
+    why_ = why;
+    interrupted_.store(true, std::memory_order_release);
+  }
+  // The waiter may be asleep on any peer's futex: wake them all (other ranks asleep on the same
+  // words re-check their counters and sleep again).
+  for (int r = 0; r < size(); ++r) {
+    if (r == rank_) continue;
+    for (int c = 0; c < kCounters; ++c) futex_wake_all(segments_[r].futex_word(static_cast<Counter>(c)));
+  }
+  return waiting_for_.load(std::memory_order_seq_cst) >= 0;
 }
 
 Status Group::wait_all(Counter c, uint64_t target) {

@@ -72,6 +72,12 @@ class Group {
   // every member's error names it.
   void abort_all(int lost = -1);
   bool failed() const { return failed_; }
+  // The engine's watchdog (any thread, while another waits here): the wait in progress, and
+  // every later one that has to wait, fails at once with an error that starts with `why` and
+  // names the peer it waited for (its abort flag passes that rank on, as for the wait bound).
+  // True when a wait was in progress. The wait bound alone starts a little after the cycle the
+  // watchdog times, so without this the watchdog's own error, which names no rank, came first.
+  bool interrupt(const std::string& why);
 
   // The idle doorbell. An idle engine takes bell(), checks its own work, then sleep_idle(): it
   // returns when the bell moved since (ring_own from another thread, or a peer's
@@ -104,6 +110,12 @@ class Group {
   // readable once that process has exited (a zombie too).
   std::vector<int> pidfds_;
   std::atomic<bool> peer_gone_{false};  // sleep_idle saw a peer's process gone
+  // interrupt(): the first caller claims, writes why_, then publishes interrupted_ (release);
+  // the waiting thread reads why_ only after seeing interrupted_ (acquire).
+  std::atomic<bool> interrupt_claimed_{false};
+  std::atomic<bool> interrupted_{false};
+  std::string why_;
+  std::atomic<int> waiting_for_{-1};  // the set rank wait() sleeps or yields on, -1 = none
 };
 
 }  // namespace korovod::shm
