@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "korovod/clock.h"
 #include "korovod/config.h"
+#include "korovod/env.h"
 #include "korovod/status.h"
 #include "korovod/transport.h"
 #include "korovod/types.h"
@@ -66,7 +66,7 @@ struct RuntimeOptions {
   std::shared_ptr<TransportProvider> transport;            // control plane (required)
   std::vector<std::shared_ptr<BackendProvider>> backends;  // data planes, first enabled wins
   std::vector<std::vector<int>> process_sets;              // static sets, ids 1..n
-  std::shared_ptr<Clock> clock;                            // null = SystemClock
+  std::shared_ptr<Env> env;                                // time and waits; null = SystemEnv
   LogSink log_sink;                                        // null = stderr
 };
 

@@ -100,7 +100,7 @@ Status Executor::wait_until_ready(const std::vector<OpEntry>& entries, std::chro
         return Status::aborted(fmt::format("tensor '{}': its ready event failed: {}", e.name, ready.status().message()));
       }
       if (*ready) break;
-      const Steady::time_point now = Steady::now();
+      const Steady::time_point now = env_.now();
       if (!ready_deadline_) {
         ready_deadline_ = ready_timeout_s_ > 0 ? now + std::chrono::duration_cast<Steady::duration>(
                                                            std::chrono::duration<double>(ready_timeout_s_))
@@ -116,7 +116,7 @@ Status Executor::wait_until_ready(const std::vector<OpEntry>& entries, std::chro
       if (polls < 64) {
         std::this_thread::yield();
       } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        env_.sleep_for(std::chrono::microseconds(50));
       }
     }
   }

@@ -10,6 +10,7 @@
 #include "algorithms/algorithm.h"
 #include "core/logger.h"
 #include "core/process_set.h"
+#include "korovod/env.h"
 
 namespace korovod {
 
@@ -17,9 +18,11 @@ class Executor {
  public:
   // ready_timeout_seconds: how long a tensor's ReadyEvent may keep the collective waiting (0 =
   // no bound; the runtime passes half of KOROVOD_COLLECTIVE_TIMEOUT_SECONDS).
-  Executor(FusionBufferManager& fusion, Timeline& timeline, HandleTable& handles, const Logger& log,
+  // `env`: the time the ready-event bound is measured on and the poll sleeps in.
+  Executor(Env& env, FusionBufferManager& fusion, Timeline& timeline, HandleTable& handles, const Logger& log,
            double ready_timeout_seconds = 0)
-      : fusion_(fusion), timeline_(timeline), handles_(handles), log_(log), ready_timeout_s_(ready_timeout_seconds) {}
+      : env_(env), fusion_(fusion), timeline_(timeline), handles_(handles), log_(log),
+        ready_timeout_s_(ready_timeout_seconds) {}
 
   // give_up_at: when the thread running the cycle must be back (a caller's timed wait; the
   // background thread passes max()). If a ready event is still not ready then, returns
@@ -41,6 +44,7 @@ class Executor {
                         std::chrono::steady_clock::time_point give_up_at);
   Status wait_until_ready(const std::vector<OpEntry>& entries, std::chrono::steady_clock::time_point give_up_at);
 
+  Env& env_;
   FusionBufferManager& fusion_;
   Timeline& timeline_;
   HandleTable& handles_;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "korovod/env.h"
 #include "core/thread_annotations.h"
 #include "korovod/runtime.h"
 
@@ -18,6 +19,8 @@ namespace korovod {
 
 class HandleTable {
  public:
+  // `env`: the time a timed wait() is measured on; it outlives the table.
+  explicit HandleTable(Env& env) : env_(env) {}
   Handle create(DoneCallback on_done);
   // Storage owned by the handle for an output without a user allocator; valid until release().
   void* allocate_owned(Handle handle, size_t bytes);
@@ -56,6 +59,7 @@ class HandleTable {
   static Status unknown(Handle handle);
 
   mutable Mutex mu_;  // also guards every State's fields
+  Env& env_;
   mutable std::condition_variable done_cv_;
   // States live in the map's nodes, which come from a pool: a training step creates and
   // releases hundreds of handles in bursts, which glibc's allocator serves slowly.

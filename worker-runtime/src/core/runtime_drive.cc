@@ -91,7 +91,7 @@ bool RuntimeImpl::has_news() const {
 bool RuntimeImpl::cycle_worth_running(Backend& plane) {
   if (cycle_ || plane.control_round_pending()) return true;  // cycle_: one left half done
   MutexLock lock(state_mu_);
-  return has_news() || (!engine_idle_ && Steady::now() >= last_cycle_start_ + stall_recheck());
+  return has_news() || (!engine_idle_ && env_->now() >= last_cycle_start_ + stall_recheck());
 }
 
 void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
@@ -104,7 +104,7 @@ void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
       // that come after the caller stopped; one the caller has yet to answer would cut that
       // sleep short at once, so meanwhile look again every cycle time.
       if (plane.control_round_pending()) {
-        state_cv_.wait_for(lock, cycle);
+        env_->wait_for(state_cv_, lock, cycle);
       } else {
         lock.unlock();
         plane.idle_wait(token, seconds(kIdleRecheck));
@@ -113,7 +113,7 @@ void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
       continue;
     }
     if (cycle_suspended_) return;  // a caller left a cycle half done: carry on with it at once
-    const auto now = Steady::now();
+    const auto now = env_->now();
     if (has_news()) {
       // As on the timer: an idle engine starts at once for new work (but leaves a caller that
       // will run it inline a cycle time first, so a burst of tensors is not split -- even when
@@ -124,7 +124,7 @@ void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
                          : inline_possible_ && !wake_now_ ? news_since_ + cycle
                                                            : now;
       if (now >= start) return;
-      state_cv_.wait_until(lock, start);
+      env_->wait_until(state_cv_, lock, start);
       continue;
     }
     if (plane.control_round_pending()) return;  // another rank waits in a round for this one
@@ -152,7 +152,7 @@ Status RuntimeImpl::wait(Handle handle, std::optional<double> timeout_seconds) {
   // others are usually done already: one lock, no cycle driving, no clock read.
   if (std::optional<Status> finished = handles_.finished_status(handle)) return *std::move(finished);
   const auto deadline =
-      timeout_seconds ? Steady::now() + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(*timeout_seconds))
+      timeout_seconds ? env_->now() + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(*timeout_seconds))
                       : Steady::time_point::max();
   if (config_.inline_cycles && cycle_owner_.load() != std::this_thread::get_id()) {
     CallerInside inside(*this);
@@ -172,7 +172,7 @@ Status RuntimeImpl::wait(Handle handle, std::optional<double> timeout_seconds) {
                                             : fatal);
   }
   if (!timeout_seconds) return handles_.wait(handle, std::nullopt);
-  const double left = std::chrono::duration<double>(deadline - Steady::now()).count();
+  const double left = std::chrono::duration<double>(deadline - env_->now()).count();
   return handles_.wait(handle, left > 0 ? left : 0.0);
 }
 
@@ -192,7 +192,7 @@ void RuntimeImpl::drive_cycles(Handle handle, Steady::time_point deadline) {
     for (int n = 0;; ++n) {
       Result<bool> done = handles_.poll(handle);
       pending = done.is_ok() && !*done;
-      const auto now = Steady::now();
+      const auto now = env_->now();
       // inline_possible_: a device tensor came meanwhile; from now on the background thread
       // runs the cycles (see inline_safe()).
       if (!pending || loop_done() || shutdown_requested_.load() || now >= deadline || !inline_possible_.load()) break;

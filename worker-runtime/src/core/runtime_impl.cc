@@ -12,18 +12,19 @@ namespace korovod {
 
 RuntimeImpl::RuntimeImpl(RuntimeOptions options)
     : config_(options.config),
-      clock_(options.clock ? options.clock : std::make_shared<SystemClock>()),
+      env_(options.env ? options.env : std::make_shared<SystemEnv>()),
       log_(config_.log_level, config_.log_hide_time, std::move(options.log_sink)),
       transport_(std::move(options.transport)),
       backend_providers_(std::move(options.backends)),
       static_sets_(std::move(options.process_sets)),
       world_(transport_->world()),
       transport_name_(transport_->name()),
-      timeline_(*clock_),
+      handles_(*env_),
+      timeline_(*env_),
       fusion_(config_.fusion_threshold_bytes),
       // Half the collective timeout for a ready event, so it is reported (naming the tensor)
       // before the watchdog fails the whole cycle.
-      executor_(fusion_, timeline_, handles_, log_, config_.collective_timeout_seconds / 2) {
+      executor_(*env_, fusion_, timeline_, handles_, log_, config_.collective_timeout_seconds / 2) {
   log_.set_rank(world_.rank);
   for (const auto& b : backend_providers_) backend_names_.push_back(b->name());
 }
@@ -37,7 +38,7 @@ ProcessSetDeps RuntimeImpl::deps() {
   negotiation.cache_capacity = config_.cache_capacity;
   negotiation.stall = {config_.stall_check_enabled, config_.stall_warning_seconds,
                        config_.stall_shutdown_seconds};
-  return ProcessSetDeps{*transport_, backend_providers_, negotiation, *clock_, log_,
+  return ProcessSetDeps{*transport_, backend_providers_, negotiation, *env_, log_,
                         world_.rank == 0 ? &timeline_ : nullptr};
 }
 
@@ -71,11 +72,11 @@ Status RuntimeImpl::start() {
   if (world_.rank == 0 && !config_.timeline_path.empty() && config_.timeline_path != "DYNAMIC") {
     KOROVOD_RETURN_IF_ERROR(timeline_.start(config_.timeline_path, config_.timeline_mark_cycles));
   }
-  Result<std::unique_ptr<EngineParameters>> params = EngineParameters::create(config_, world_.rank, *clock_, log_);
+  Result<std::unique_ptr<EngineParameters>> params = EngineParameters::create(config_, world_.rank, *env_, log_);
   if (!params.is_ok()) return params.status();
   params_ = std::move(params).value();
   running_ = true;
-  watchdog_ = std::make_unique<Watchdog>(config_.collective_timeout_seconds, [this] { on_watchdog_timeout(); });
+  watchdog_ = std::make_unique<Watchdog>(*env_, config_.collective_timeout_seconds, [this] { on_watchdog_timeout(); });
   background_ = std::thread([self = shared_from_this()] { self->background_loop(); });
   return Status::ok();
 }
@@ -94,16 +95,16 @@ void RuntimeImpl::wait_for_next_cycle() {
   // The waits are timed even while a caller drives, so a caller that stops driving need not
   // wake this thread (a futex wake-up per operation is what inline cycles exist to avoid).
   while (!shutdown_requested_.load() && !loop_done_) {
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = env_->now();
     if (inline_driving_) {
-      state_cv_.wait_until(lock, now + cycle);
+      env_->wait_until(state_cv_, lock, now + cycle);
       continue;
     }
     if (cycle_suspended_) break;  // a caller left a cycle half done: carry on with it at once
     if (engine_idle_ && work_queued_) break;
     const auto next = last_cycle_start_ + cycle;
     if (now >= next) break;
-    state_cv_.wait_until(lock, next);
+    env_->wait_until(state_cv_, lock, next);
   }
 }
 
@@ -126,7 +127,7 @@ RuntimeImpl::CycleEnd RuntimeImpl::run_cycle_locked(std::chrono::steady_clock::t
     MutexLock lock(state_mu_);
     cycle_suspended_ = false;
     if (!resuming) {
-      last_cycle_start_ = std::chrono::steady_clock::now();
+      last_cycle_start_ = env_->now();
       // This cycle takes whatever is queued now, whichever thread runs it; what is queued from
       // here on is news for the next one.
       work_queued_ = false;
@@ -200,7 +201,7 @@ void RuntimeImpl::background_loop() {
   }
   {
     MutexLock lock(state_mu_);
-    last_cycle_start_ = std::chrono::steady_clock::now();
+    last_cycle_start_ = env_->now();
   }
   while (true) {
     wait_for_next_cycle();
@@ -367,8 +368,9 @@ void RuntimeImpl::on_watchdog_timeout() {
   for (const auto& set : sets_.members_in_id_order()) named = set->interrupt_waits(why) || named;
   if (named) {
     MutexLock lock(state_mu_);
-    state_cv_.wait_for(lock, std::chrono::seconds(1),
-                       [this]() KOROVOD_REQUIRES(state_mu_) { return loop_done_ || !fatal_.is_ok(); });
+    const Env::TimePoint deadline = env_->deadline_after(std::chrono::seconds(1));
+    while (!loop_done_ && fatal_.is_ok() && !env_->wait_until(state_cv_, lock, deadline)) {
+    }
   }
   record_fatal(Status::aborted(fmt::format(
       "a collective of the background loop did not complete within {} s "
@@ -390,8 +392,11 @@ Status RuntimeImpl::shutdown() {
     MutexLock lock(state_mu_);
     auto done = [&]() KOROVOD_REQUIRES(state_mu_) { return loop_exited_; };
     if (config_.collective_timeout_seconds > 0) {
-      exited = state_cv_.wait_for(
-          lock, std::chrono::duration<double>(config_.collective_timeout_seconds + 1.0), done);
+      const Env::TimePoint deadline = env_->deadline_after(std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::duration<double>(config_.collective_timeout_seconds + 1.0)));
+      while (!done() && !env_->wait_until(state_cv_, lock, deadline)) {
+      }
+      exited = done();
     } else {
       state_cv_.wait(lock, done);
       exited = true;

@@ -101,7 +101,7 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
                     TensorEntry& entry);
 
   const Config config_;
-  const std::shared_ptr<Clock> clock_;
+  const std::shared_ptr<Env> env_;  // the engine's time: stamps, the watchdog and every wait
   Logger log_;
   // Providers are declared before the process sets so they outlive the channels they made.
   std::shared_ptr<TransportProvider> transport_;

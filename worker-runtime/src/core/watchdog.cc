@@ -1,23 +1,19 @@
 #include "core/watchdog.h"
 
 namespace korovod {
-namespace {
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
-Watchdog::Watchdog(double timeout_seconds, std::function<void()> on_timeout)
-    : timeout_(std::chrono::nanoseconds(static_cast<int64_t>(timeout_seconds * 1e9))),
+Watchdog::Watchdog(Env& env, double timeout_seconds, std::function<void()> on_timeout)
+    : env_(env),
+      timeout_(std::chrono::nanoseconds(static_cast<int64_t>(timeout_seconds * 1e9))),
       on_timeout_(std::move(on_timeout)) {
   if (timeout_seconds > 0) thread_ = std::thread([this] { run(); });
 }
 
 Watchdog::~Watchdog() { stop(); }
+
+std::chrono::nanoseconds Watchdog::period() const {
+  return std::min<std::chrono::nanoseconds>(timeout_ / 10, std::chrono::milliseconds(100));
+}
 
 void Watchdog::stop() {
   {
@@ -28,15 +24,23 @@ void Watchdog::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Watchdog::enter_cycle() { cycle_start_ns_.store(now_ns()); }
+namespace {
+int64_t ns_of(Env::TimePoint t) {
+  // Never 0 (which means "not inside a cycle"), whatever the clock's epoch.
+  return std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+}
+}  // namespace
+
+void Watchdog::enter_cycle() { cycle_start_ns_.store(ns_of(env_.now())); }
 void Watchdog::leave_cycle() { cycle_start_ns_.store(0); }
 
 void Watchdog::run() {
-  const auto period = std::min<std::chrono::nanoseconds>(timeout_ / 10, std::chrono::milliseconds(100));
   MutexLock lock(mu_);
-  while (!cv_.wait_for(lock, period, [&]() KOROVOD_REQUIRES(mu_) { return stop_; })) {
-    int64_t start = cycle_start_ns_.load();
-    if (start == 0 || now_ns() - start < timeout_.count()) continue;
+  while (!stop_) {
+    env_.wait_for(cv_, lock, period());
+    if (stop_) return;
+    const int64_t start = cycle_start_ns_.load();
+    if (start == 0 || ns_of(env_.now()) - start < timeout_.count()) continue;
     fired_.store(true);
     lock.unlock();
     on_timeout_();
