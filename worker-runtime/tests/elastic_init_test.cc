@@ -11,9 +11,9 @@
 #include <mutex>
 #include <thread>
 
+#include "core/testing/test_ranks.h"
 #include "korovod/c_api.h"
 #include "korovod/tcp.h"
-#include "test_ranks.h"
 #include "transport/tcp/elastic.h"
 #include "transport/tcp/socket.h"
 #include "transport/tcp/store.h"

@@ -1,13 +1,13 @@
 // The choice between NCCL and host staging in an NCCL build, as far as it can be checked without
 // a GPU: the setup verdict that names ranks sharing a GPU (NCCL would refuse them), the provider
 // building a StagingBackend on the set's host plane when staging is forced, and rank 0's startup
-// line saying so. The staged collectives themselves: rt_staging_test (fake GPU) and tests/gpu/.
+// line saying so. The staged collectives themselves: rt_staging_test (fake GPU) and worker-runtime/tests/gpu/.
 #include <gtest/gtest.h>
 
 #include <numeric>
 
+#include "core/testing/test_ranks.h"
 #include "korovod/runtime.h"
-#include "test_ranks.h"
 #include "transport/common/gpu_plane.h"
 #include "transport/fake/fake_world.h"
 #include "transport/nccl/nccl_backend.h"

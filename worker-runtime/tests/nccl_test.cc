@@ -1,12 +1,12 @@
 // The NCCL backend as far as it can be checked without a GPU (built and linked against NCCL
 // and the CUDA runtime): dtype and op mapping, error conversion, enablement, and the clear
-// error every rank gets when no GPU is usable. The collectives on GPUs: tests/gpu/.
+// error every rank gets when no GPU is usable. The collectives on GPUs: worker-runtime/tests/gpu/.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "test_ranks.h"
+#include "core/testing/test_ranks.h"
 #include "transport/fake/fake_world.h"
 #include "transport/nccl/nccl_backend.h"
 #include "transport/nccl/nccl_mapping.h"

@@ -14,8 +14,8 @@
 #include <mutex>
 #include <thread>
 
+#include "core/testing/test_ranks.h"
 #include "korovod/tcp.h"
-#include "test_ranks.h"
 #include "transport/tcp/mesh.h"
 #include "transport/tcp/mesh_setup.h"
 #include "transport/tcp/store.h"

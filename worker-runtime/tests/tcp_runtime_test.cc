@@ -11,8 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include "core/testing/test_ranks.h"
 #include "korovod/tcp.h"
-#include "test_ranks.h"
 #include "transport/tcp/auth.h"
 #include "transport/tcp/socket.h"
 

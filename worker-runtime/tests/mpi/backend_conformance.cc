@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <thread>
 
-#include "../dtype_values.h"
 #include "kernels/kernels.h"
+#include "kernels/testing/dtype_values.h"
 #include "transport/mpi/mpi_providers.h"
 
 namespace korovod::mpitest {

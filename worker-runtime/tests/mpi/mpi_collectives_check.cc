@@ -2,7 +2,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "../dtype_values.h"
+#include "kernels/testing/dtype_values.h"
 #include "mpi_check.h"
 
 namespace korovod::mpitest {

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "../forwarding_backend.h"
+#include "core/testing/forwarding_backend.h"
 #include "transport/common/hierarchical_backend.h"
 #include "transport/common/host_groups.h"
 #include "transport/mpi/mpi_providers.h"

@@ -11,7 +11,7 @@
 #include "kernels/kernels.h"
 #include "korovod/config.h"
 #include "staging_helpers.h"
-#include "../test_ranks.h"
+#include "core/testing/test_ranks.h"
 #include "transport/common/gpu_plane.h"
 #include "transport/common/staging_backend.h"
 #include "transport/fake/fake_world.h"

@@ -12,7 +12,7 @@
 
 #include "korovod/runtime.h"
 #include "staging_helpers.h"
-#include "../test_ranks.h"
+#include "core/testing/test_ranks.h"
 #include "transport/common/staging_backend.h"
 #include "transport/fake/fake_world.h"
 

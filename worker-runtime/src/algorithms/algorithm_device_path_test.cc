@@ -9,9 +9,9 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/testing/forwarding_backend.h"
+#include "core/testing/test_ranks.h"
 #include "korovod/runtime.h"
-#include "forwarding_backend.h"
-#include "test_ranks.h"
 #include "transport/fake/fake_world.h"
 
 namespace korovod {

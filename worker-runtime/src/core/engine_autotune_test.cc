@@ -11,9 +11,9 @@
 #include <regex>
 #include <unistd.h>
 
-#include "forwarding_backend.h"
+#include "core/testing/forwarding_backend.h"
+#include "core/testing/test_ranks.h"
 #include "korovod/runtime.h"
-#include "test_ranks.h"
 #include "transport/fake/fake_world.h"
 
 namespace korovod {

@@ -5,9 +5,9 @@
 #include <atomic>
 #include <numeric>
 
-#include "fake_ranks.h"
+#include "core/testing/test_ranks.h"
 #include "korovod/runtime.h"
-#include "test_ranks.h"
+#include "transport/fake/fake_ranks.h"
 #include "transport/fake/fake_world.h"
 
 namespace korovod {

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "core/negotiator.h"
-#include "fake_ranks.h"
-#include "test_ranks.h"
+#include "core/testing/test_ranks.h"
+#include "transport/fake/fake_ranks.h"
 #include "transport/fake/fake_world.h"
 
 namespace korovod {

@@ -4,9 +4,9 @@
 // the response cache while the coordinator held the changed one for them).
 #include <gtest/gtest.h>
 
-#include "fake_ranks.h"
+#include "core/testing/test_ranks.h"
 #include "korovod/runtime.h"
-#include "test_ranks.h"
+#include "transport/fake/fake_ranks.h"
 #include "transport/fake/fake_world.h"
 
 namespace korovod {

@@ -9,7 +9,7 @@
 #include <future>
 #include <thread>
 
-#include "fake_env.h"
+#include "core/testing/fake_env.h"
 
 namespace korovod {
 namespace {

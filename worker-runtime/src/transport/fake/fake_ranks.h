@@ -1,5 +1,5 @@
 // Test helpers over the fake transport (transport/fake): what the negotiation and engine tests
-// share to run N ranks as N threads of one process (run_ranks in test_ranks.h).
+// share to run N ranks as N threads of one process (run_ranks in core/testing/test_ranks.h).
 #pragma once
 
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 
 #include "kernels/half.h"
 #include "kernels/kernels.h"
-#include "dtype_values.h"
+#include "kernels/testing/dtype_values.h"
 
 namespace korovod {
 namespace {

@@ -7,8 +7,8 @@
 #include "core/fusion.h"
 #include "core/negotiator.h"
 #include "core/response_builder.h"
-#include "fake_ranks.h"
-#include "test_ranks.h"
+#include "core/testing/test_ranks.h"
+#include "transport/fake/fake_ranks.h"
 #include "transport/fake/fake_world.h"
 
 namespace korovod {

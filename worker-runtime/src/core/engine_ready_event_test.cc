@@ -7,10 +7,10 @@
 #include <chrono>
 #include <thread>
 
-#include "fake_ranks.h"
+#include "core/testing/test_ranks.h"
 #include "korovod/cuda.h"
 #include "korovod/runtime.h"
-#include "test_ranks.h"
+#include "transport/fake/fake_ranks.h"
 #include "transport/fake/fake_world.h"
 
 namespace korovod {
@@ -118,7 +118,7 @@ TEST(ReadyEvent, EventThatNeverFiresIsBoundedByHalfTheCollectiveTimeout) {
 
 TEST(ReadyEvent, CudaEventsNeedACudaBuildAndADevice) {
   // Where CUDA is missing (not built in, or no device/driver) recording fails with a message that
-  // says why instead of crashing; where a GPU exists, tests/gpu runs the real thing.
+  // says why instead of crashing; where a GPU exists, worker-runtime/tests/gpu runs the real thing.
   Result<std::shared_ptr<const ReadyEvent>> e = record_cuda_ready_event(nullptr);
   if (e.is_ok()) GTEST_SKIP() << "a CUDA device is present: covered by tests/gpu/run-gpu-tests";
   EXPECT_FALSE(e.status().message().empty());

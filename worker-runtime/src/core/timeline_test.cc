@@ -1,0 +1,68 @@
+// The timeline writer's JSON (Chrome trace format, Horovod's records).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "core/timeline.h"
+
+namespace korovod {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Timeline, FileIsValidJsonAfterEveryFlushWithHorovodRecords) {
+  SystemClock clock;
+  Timeline tl(clock);
+  const std::string path = ::testing::TempDir() + "/korovod_timeline_test.json";
+  ASSERT_TRUE(tl.start(path, /*mark_cycles=*/true).is_ok());
+  auto first = nlohmann::json::parse(slurp(path));
+  ASSERT_TRUE(first.is_array());
+  EXPECT_EQ(first[0]["name"], "process_name");
+  EXPECT_TRUE(first[0]["args"].contains("start_time_since_epoch_in_micros"));
+
+  tl.mark_cycle();
+  tl.negotiate_start("grad \"w\"", RequestType::kAllreduce);
+  tl.negotiate_rank_ready("grad \"w\"", 1);
+  tl.negotiate_end("grad \"w\"");
+  tl.flush();
+  auto mid = nlohmann::json::parse(slurp(path));  // valid while running
+  tl.op_start("grad \"w\"", ResponseType::kAllreduce);
+  tl.activity_start("grad \"w\"", "MPI_ALLREDUCE");
+  tl.activity_end("grad \"w\"");
+  tl.op_end("grad \"w\"", DataType::kBFloat16, {2, 3});
+  tl.stop();
+  auto all = nlohmann::json::parse(slurp(path));
+  EXPECT_GT(all.size(), mid.size());
+  std::vector<std::string> names;
+  for (const auto& rec : all) {
+    if (rec.contains("name")) names.push_back(rec["name"]);
+  }
+  auto has = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  EXPECT_TRUE(has("CYCLE_START"));
+  EXPECT_TRUE(has("NEGOTIATE_ALLREDUCE"));
+  EXPECT_TRUE(has("process_sort_index"));
+  EXPECT_TRUE(has("ALLREDUCE"));
+  EXPECT_TRUE(has("MPI_ALLREDUCE"));
+  EXPECT_TRUE(has("1"));  // the per-rank ready tick
+  const auto& last = all.back();
+  EXPECT_EQ(last["ph"], "E");
+  EXPECT_EQ(last["args"]["dtype"], "HOROVOD_BFLOAT16");
+  EXPECT_EQ(last["args"]["shape"], "[2, 3]");
+  bool named = false;
+  for (const auto& rec : all) {
+    if (rec.value("name", "") == "process_name" && rec["pid"] == 1) named = rec["args"]["name"] == "grad \"w\"";
+  }
+  EXPECT_TRUE(named);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace korovod
