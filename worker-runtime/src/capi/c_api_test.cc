@@ -1,7 +1,7 @@
 // The C ABI (korovod/c_api.h) without MPI or a launcher, part 1: library queries, launch
 // detection, init options, the one-rank world, shutdown -> init, per-thread errors, threads,
-// process sets, timeline (rt_capi_test). Operations: capi_ops_test.cc; several ranks (MPI and
-// TCP worlds): capi_check_main.cc.
+// process sets, timeline (rt_capi_test). Operations: c_api_ops_test.cc; several ranks (MPI and
+// TCP worlds): worker-runtime/tests/capi/capi_check_main.cc.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -16,7 +16,7 @@
 
 #include "capi/dlpack.h"
 #include "capi/mpi_loader.h"
-#include "capi_test_util.h"
+#include "capi/testing/capi_test_util.h"
 
 namespace korovod::capi_test {
 namespace {

@@ -10,10 +10,10 @@
 #include <mutex>
 #include <thread>
 
-#include "korovod/runtime.h"
-#include "staging_helpers.h"
 #include "core/testing/test_ranks.h"
+#include "korovod/runtime.h"
 #include "transport/common/staging_backend.h"
+#include "transport/common/testing/staging_helpers.h"
 #include "transport/fake/fake_world.h"
 
 namespace korovod::stagingtest {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "capi_test_util.h"
+#include "capi/testing/capi_test_util.h"
 
 namespace korovod::capi_test {
 namespace {

@@ -1,4 +1,4 @@
-// Shared by the C ABI unit tests (capi_lifecycle_test.cc, capi_ops_test.cc): one korovod_enqueue
+// Shared by the C ABI unit tests (c_api_test.cc, c_api_ops_test.cc): one korovod_enqueue
 // call as a struct with defaults, a ready event the test controls, and a fixture that starts a
 // world of one rank the way `python train.py` does (no launcher, no MPI, no network).
 #pragma once

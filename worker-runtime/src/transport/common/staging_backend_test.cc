@@ -8,12 +8,12 @@
 
 #include <numeric>
 
+#include "core/testing/test_ranks.h"
 #include "kernels/kernels.h"
 #include "korovod/config.h"
-#include "staging_helpers.h"
-#include "core/testing/test_ranks.h"
 #include "transport/common/gpu_plane.h"
 #include "transport/common/staging_backend.h"
+#include "transport/common/testing/staging_helpers.h"
 #include "transport/fake/fake_world.h"
 
 namespace korovod::stagingtest {
