@@ -1,17 +1,33 @@
 // The runtime's environment as a seam (leveldb's Env): time -- stamps, sleeps and the bounded
-// waits every timeout is built on. RuntimeOptions::env hands one to the engine; tests pass a
-// fake whose time they move by hand, so a timeout is tested without waiting for it.
-// (Files and host identity are read by the transport providers; they are not behind it yet.)
+// waits every timeout is built on -- and the files the engine writes (timeline, autotune log).
+// RuntimeOptions::env hands one to the engine; tests pass a fake whose time they move by hand
+// and whose files are strings, so a timeout is tested without waiting for it.
+// (Host identity is read by the transport providers; it is not behind it yet.)
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "korovod/clock.h"
+#include "korovod/status.h"
 
 namespace korovod {
+
+// A file the engine writes from its start. Errors name the path and the system's reason.
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual Status append(std::string_view bytes) = 0;
+  // The next append starts `n` bytes before the end, over what was written last (the timeline
+  // rewrites its closing "\n]"); n is at most what was written.
+  virtual Status back_up(size_t n) = 0;
+  virtual Status flush() = 0;  // to the operating system: complete if the job is killed
+};
 
 class Env : public Clock {
  public:
@@ -26,6 +42,8 @@ class Env : public Clock {
                 std::chrono::nanoseconds d) {
     return wait_until(cv, lock, deadline_after(d));
   }
+  // Creates `path` (truncated if it exists) for writing.
+  virtual Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) = 0;
   // now() + d, saturating at TimePoint::max() (a bound of "forever" stays forever).
   TimePoint deadline_after(std::chrono::nanoseconds d) const {
     const TimePoint t = now();
@@ -47,6 +65,7 @@ class SystemEnv final : public Env {
     }
     return cv.wait_until(lock, deadline) == std::cv_status::timeout;
   }
+  Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) override;  // core/env.cc
 };
 
 }  // namespace korovod

@@ -94,23 +94,19 @@ void Autotuner::on_applied(const TunedParams& params) {
 
 std::vector<AutotuneSample> Autotuner::take_samples() { return std::exchange(samples_, {}); }
 
-Result<std::unique_ptr<AutotuneCsv>> AutotuneCsv::open(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) {
-    return Status::invalid_argument(fmt::format("KOROVOD_AUTOTUNE_LOG={:?}: cannot open: {}", path, std::strerror(errno)));
-  }
-  std::fprintf(f, "%s\n", kHeader);
-  std::fflush(f);
-  return std::unique_ptr<AutotuneCsv>(new AutotuneCsv(f));
+Result<std::unique_ptr<AutotuneCsv>> AutotuneCsv::open(Env& env, const std::string& path) {
+  Result<std::unique_ptr<WritableFile>> f = env.new_writable_file(path);
+  if (!f.is_ok()) return Status::invalid_argument(fmt::format("KOROVOD_AUTOTUNE_LOG: {}", f.status().message()));
+  KOROVOD_RETURN_IF_ERROR((*f)->append(std::string(kHeader) + "\n"));
+  KOROVOD_RETURN_IF_ERROR((*f)->flush());
+  return std::unique_ptr<AutotuneCsv>(new AutotuneCsv(std::move(f).value()));
 }
-
-AutotuneCsv::~AutotuneCsv() { std::fclose(file_); }
 
 void AutotuneCsv::write(const AutotuneSample& s) {
   std::string row = fmt::format("{},{},{},{},{:.4f},{}\n", s.index, s.params.fusion_threshold_bytes,
                                 s.params.cycle_time_ms, s.params.chunk_bytes, s.score, s.best ? 1 : 0);
-  std::fputs(row.c_str(), file_);
-  std::fflush(file_);
+  // Best effort: a full disk does not stop the tuning, the row is lost.
+  if (file_->append(row).is_ok()) (void)file_->flush();
 }
 
 namespace {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/autotune_search.h"
-#include "korovod/clock.h"
+#include "korovod/env.h"
 #include "korovod/config.h"
 #include "korovod/status.h"
 
@@ -83,8 +83,7 @@ class Autotuner {
 // the file is complete even if the job is killed.
 class AutotuneCsv {
  public:
-  static Result<std::unique_ptr<AutotuneCsv>> open(const std::string& path);
-  ~AutotuneCsv();
+  static Result<std::unique_ptr<AutotuneCsv>> open(Env& env, const std::string& path);
   AutotuneCsv(const AutotuneCsv&) = delete;
   AutotuneCsv& operator=(const AutotuneCsv&) = delete;
   void write(const AutotuneSample& sample);
@@ -93,8 +92,8 @@ class AutotuneCsv {
       "sample,fusion_threshold_bytes,cycle_time_ms,chunk_bytes,score_bytes_per_us,best";
 
  private:
-  explicit AutotuneCsv(std::FILE* file) : file_(file) {}
-  std::FILE* file_;
+  explicit AutotuneCsv(std::unique_ptr<WritableFile> file) : file_(std::move(file)) {}
+  std::unique_ptr<WritableFile> file_;
 };
 
 // The parameter update as it travels through the negotiation (rank 0's broadcast).

@@ -234,9 +234,10 @@ TEST(Autotuner, ProposesGridStartFirstWhenConfigIsOffGrid) {
 }
 
 TEST(AutotuneCsv, WritesHeaderAndOneRowPerSample) {
+  SystemEnv env;
   const auto path = std::filesystem::temp_directory_path() / ("autotune_csv_" + std::to_string(::getpid()) + ".csv");
   {
-    auto csv = AutotuneCsv::open(path.string());
+    auto csv = AutotuneCsv::open(env, path.string());
     ASSERT_TRUE(csv.is_ok()) << csv.status().to_string();
     (*csv)->write(AutotuneSample{1, {8 * kMiB, 2.5, 32768}, 1234.5, true});
     (*csv)->write(AutotuneSample{2, {16 * kMiB, 2.5}, 99.25, false});
@@ -249,7 +250,10 @@ TEST(AutotuneCsv, WritesHeaderAndOneRowPerSample) {
   EXPECT_EQ(row2, "2,16777216,2.5,0,99.2500,0");  // 0: chunk not tuned
   EXPECT_FALSE(std::getline(in, extra));
   std::filesystem::remove(path);
-  EXPECT_FALSE(AutotuneCsv::open("/nonexistent-dir/x.csv").is_ok());
+  const auto refused = AutotuneCsv::open(env, "/nonexistent-dir/x.csv");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().message().rfind("KOROVOD_AUTOTUNE_LOG: cannot open '/nonexistent-dir/x.csv': ", 0), 0u)
+      << refused.status().message();
 }
 
 TEST(AutotuneParams, RoundTripAndRejectGarbage) {

@@ -9,7 +9,7 @@ std::string chunk_name(int64_t bytes) { return bytes > 0 ? fmt::format("{} bytes
 
 }  // namespace
 
-Result<std::unique_ptr<EngineParameters>> EngineParameters::create(const Config& config, int rank, const Clock& clock,
+Result<std::unique_ptr<EngineParameters>> EngineParameters::create(const Config& config, int rank, Env& env,
                                                                    const Logger& log) {
   const AutotuneOptions options = AutotuneOptions::from_config(config);
   // The chunk starts as configured (the whole slot) on every rank, tuned or not.
@@ -17,9 +17,9 @@ Result<std::unique_ptr<EngineParameters>> EngineParameters::create(const Config&
   const TunedParams initial{config.fusion_threshold_bytes, config.cycle_time_ms, chunk};
   std::unique_ptr<EngineParameters> p(new EngineParameters(initial, log));
   if (rank != 0 || !config.autotune) return p;
-  p->tuner_ = std::make_unique<Autotuner>(options, initial, clock);
+  p->tuner_ = std::make_unique<Autotuner>(options, initial, env);
   if (!config.autotune_log.empty()) {
-    Result<std::unique_ptr<AutotuneCsv>> csv = AutotuneCsv::open(config.autotune_log);
+    Result<std::unique_ptr<AutotuneCsv>> csv = AutotuneCsv::open(env, config.autotune_log);
     if (!csv.is_ok()) return csv.status();
     p->csv_ = std::move(csv).value();
   }

@@ -18,7 +18,7 @@ namespace korovod {
 class EngineParameters {
  public:
   // Opens the autotune log on rank 0 (an unwritable path is an error).
-  static Result<std::unique_ptr<EngineParameters>> create(const Config& config, int rank, const Clock& clock,
+  static Result<std::unique_ptr<EngineParameters>> create(const Config& config, int rank, Env& env,
                                                           const Logger& log);
 
   int64_t fusion_threshold_bytes() const { return params_.fusion_threshold_bytes; }

@@ -35,18 +35,19 @@ Timeline::~Timeline() { stop(); }
 Status Timeline::start(const std::string& path, bool mark_cycles) {
   MutexLock lock(mu_);
   close_file();
-  file_ = std::fopen(path.c_str(), "w");
-  if (!file_) return Status::invalid_argument(fmt::format("cannot open timeline file '{}'", path));
-  on_.store(true, std::memory_order_release);
+  Result<std::unique_ptr<WritableFile>> file = env_.new_writable_file(path);
+  if (!file.is_ok()) return Status::invalid_argument(fmt::format("timeline: {}", file.status().message()));
+  file_ = std::move(file).value();
   mark_cycles_ = mark_cycles;
-  start_time_ = clock_.now();
+  start_time_ = env_.now();
   pid_of_.clear();
   pending_.clear();
-  std::fprintf(file_,
-               "[\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": "
-               "{\"start_time_since_epoch_in_micros\": %lld}}\n]",
-               static_cast<long long>(clock_.wall_micros()));
-  std::fflush(file_);
+  KOROVOD_RETURN_IF_ERROR(file_->append(fmt::format(
+      "[\n{{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": "
+      "{{\"start_time_since_epoch_in_micros\": {}}}}}\n]",
+      env_.wall_micros())));
+  KOROVOD_RETURN_IF_ERROR(file_->flush());
+  on_.store(true, std::memory_order_release);
   return Status::ok();
 }
 
@@ -58,15 +59,14 @@ void Timeline::stop() {
 void Timeline::close_file() {
   if (!file_) return;
   write_pending();
-  std::fclose(file_);
-  file_ = nullptr;
+  file_.reset();
   on_.store(false, std::memory_order_release);
 }
 
 bool Timeline::active() const { return on_.load(std::memory_order_acquire); }
 
 int64_t Timeline::ts() const {
-  return std::chrono::duration_cast<std::chrono::microseconds>(clock_.now() - start_time_).count();
+  return std::chrono::duration_cast<std::chrono::microseconds>(env_.now() - start_time_).count();
 }
 
 void Timeline::record(const std::string& name, char phase, const std::string& op_name,
@@ -150,13 +150,12 @@ void Timeline::flush() {
 
 void Timeline::write_pending() {
   if (!file_ || pending_.empty()) return;
-  std::fseek(file_, -2, SEEK_END);  // back over "\n]"
   std::string out;
   for (const auto& rec : pending_) out += ",\n" + rec;
   out += "\n]";
-  std::fwrite(out.data(), 1, out.size(), file_);
-  std::fflush(file_);
   pending_.clear();
+  // Best effort, as Horovod's: a full disk does not fail the training; the records are dropped.
+  if (file_->back_up(2).is_ok() && file_->append(out).is_ok()) (void)file_->flush();  // over "\n]"
 }
 
 }  // namespace korovod

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "korovod/env.h"
 #include "core/thread_annotations.h"
 #include "korovod/clock.h"
 #include "korovod/status.h"
@@ -20,7 +21,8 @@ namespace korovod {
 
 class Timeline {
  public:
-  explicit Timeline(const Clock& clock) : clock_(clock) {}
+  // `env`: the clock records are stamped with and where the file is written.
+  explicit Timeline(Env& env) : env_(env) {}
   ~Timeline();
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
@@ -46,12 +48,12 @@ class Timeline {
   void write_pending() KOROVOD_REQUIRES(mu_);
   void close_file() KOROVOD_REQUIRES(mu_);
 
-  const Clock& clock_;
+  Env& env_;
   // file_ != nullptr, readable without the lock: every record call of an engine without a
   // timeline (the usual case) returns before taking mu_. Set and cleared under mu_.
   std::atomic<bool> on_{false};
   mutable Mutex mu_;  // guards everything below (user thread starts/stops, engine writes)
-  std::FILE* file_ KOROVOD_GUARDED_BY(mu_) = nullptr;
+  std::unique_ptr<WritableFile> file_ KOROVOD_GUARDED_BY(mu_);
   bool mark_cycles_ KOROVOD_GUARDED_BY(mu_) = false;
   Clock::TimePoint start_time_ KOROVOD_GUARDED_BY(mu_);
   std::unordered_map<std::string, int> pid_of_ KOROVOD_GUARDED_BY(mu_);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/testing/fake_env.h"
 #include "core/timeline.h"
 
 namespace korovod {
@@ -19,8 +20,8 @@ std::string slurp(const std::string& path) {
 }
 
 TEST(Timeline, FileIsValidJsonAfterEveryFlushWithHorovodRecords) {
-  SystemClock clock;
-  Timeline tl(clock);
+  SystemEnv env;
+  Timeline tl(env);
   const std::string path = ::testing::TempDir() + "/korovod_timeline_test.json";
   ASSERT_TRUE(tl.start(path, /*mark_cycles=*/true).is_ok());
   auto first = nlohmann::json::parse(slurp(path));
@@ -62,6 +63,31 @@ TEST(Timeline, FileIsValidJsonAfterEveryFlushWithHorovodRecords) {
   }
   EXPECT_TRUE(named);
   std::remove(path.c_str());
+}
+
+// On a fake Env: the file is a string and the stamps are the Env's time, to the microsecond.
+TEST(Timeline, StampsAreTheEnvsTimeAndTheFileIsTheEnvs) {
+  testing::FakeEnv env;
+  Timeline tl(env);
+  ASSERT_TRUE(tl.start("/job/timeline.json", /*mark_cycles=*/false).is_ok());
+  env.advance(std::chrono::microseconds(250));
+  tl.negotiate_start("w", RequestType::kAllreduce);
+  env.advance(std::chrono::microseconds(1500));
+  tl.negotiate_end("w");
+  tl.flush();
+  const auto all = nlohmann::json::parse(env.file("/job/timeline.json"));
+  EXPECT_EQ(all[0]["args"]["start_time_since_epoch_in_micros"], env.wall_micros() - 1750);
+  std::vector<int64_t> stamps;
+  for (const auto& rec : all) {
+    if (rec.value("name", "") == "NEGOTIATE_ALLREDUCE" || rec.value("ph", "") == "E") stamps.push_back(rec["ts"]);
+  }
+  EXPECT_EQ(stamps, (std::vector<int64_t>{250, 1750}));
+  tl.stop();
+  EXPECT_NO_THROW(nlohmann::json::parse(env.file("/job/timeline.json")));
+  const Status refused = tl.start("/unwritable/timeline.json", false);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("timeline: cannot open '/unwritable/timeline.json'"), std::string::npos)
+      << refused.message();
 }
 
 }  // namespace

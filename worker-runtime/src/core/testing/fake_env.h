@@ -1,11 +1,16 @@
 // An Env whose time moves only when the test says (advance): timeouts are tested without
-// waiting for them. Its waits block in real time for at most kPoll and then return as a
+// waiting for them; its files are strings (file(path)), and paths under /unwritable fail. Its waits block in real time for at most kPoll and then return as a
 // spurious wake-up, so the waiting code re-checks its condition and the fake time; a test
 // moves the time and then waits (in real time) for the code to react.
 #pragma once
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "korovod/env.h"
@@ -22,6 +27,19 @@ class FakeEnv final : public Env {
   // Calls of wait_until so far: a test waits for the code under test to be inside a wait (its
   // deadline taken) before it moves the time.
   int64_t wait_calls() const { return wait_calls_.load(); }
+
+  Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) override {
+    if (path.rfind("/unwritable", 0) == 0) return Status::invalid_argument("cannot open '" + path + "': fake");
+    std::lock_guard lock(files_mu_);
+    files_[path].clear();
+    return std::unique_ptr<WritableFile>(new File(*this, path));
+  }
+  // What was written to `path` so far ("" when nothing).
+  std::string file(const std::string& path) const {
+    std::lock_guard lock(files_mu_);
+    auto it = files_.find(path);
+    return it == files_.end() ? "" : it->second;
+  }
   void await_waiter(int64_t more_than = 0) const {
     while (wait_calls() <= more_than) std::this_thread::sleep_for(kPoll);
   }
@@ -41,6 +59,35 @@ class FakeEnv final : public Env {
  private:
   std::atomic<int64_t> now_ns_{1'000'000'000};  // 1 s past the epoch: no time point is 0
   std::atomic<int64_t> wait_calls_{0};
+
+  class File final : public WritableFile {
+   public:
+    File(FakeEnv& env, std::string path) : env_(env), path_(std::move(path)) {}
+    Status append(std::string_view bytes) override {
+      std::lock_guard lock(env_.files_mu_);
+      std::string& f = env_.files_[path_];
+      // As a real file: overwrites from the position on, and grows past the end.
+      if (at_ + bytes.size() > f.size()) f.resize(at_ + bytes.size());
+      f.replace(at_, bytes.size(), bytes);
+      at_ += bytes.size();
+      return Status::ok();
+    }
+    Status back_up(size_t n) override {
+      std::lock_guard lock(env_.files_mu_);
+      const size_t size = env_.files_[path_].size();
+      if (n > size) return Status::invalid_argument("back_up past the start of " + path_);
+      at_ = size - n;
+      return Status::ok();
+    }
+    Status flush() override { return Status::ok(); }
+
+   private:
+    FakeEnv& env_;
+    std::string path_;
+    size_t at_ = 0;
+  };
+  mutable std::mutex files_mu_;
+  std::map<std::string, std::string> files_;
 };
 
 }  // namespace korovod::testing
