@@ -39,7 +39,8 @@ Autotuner::Autotuner(AutotuneOptions options, TunedParams initial, const Clock& 
       clock_(clock),
       search_(options_.fusion_grid, options_.cycle_grid, initial, options_.max_samples, options_.chunk_grid),
       in_effect_(initial),
-      warmup_left_(options_.warmup_samples) {
+      warmup_left_(options_.warmup_samples),
+      window_start_(clock.now()) {  // the first window runs from here, not from the clock's epoch
   // The search starts from the grid point nearest to the configured values; warm up on that.
   if (search_.current() != in_effect_) proposal_ = search_.current();
 }

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "core/autotune.h"
+#include "core/testing/fake_env.h"
 
 namespace korovod {
 namespace {
@@ -119,14 +120,16 @@ TEST(AutotuneOptions, ChunkGridFollowsTheSlotAndTheDataPlane) {
   EXPECT_FALSE(parse_config({{"KOROVOD_AUTOTUNE_CHUNK", "0"}})->autotune_chunk);
 }
 
-class ManualClock final : public Clock {
+// The Env's fake time, moved in (fractional) microseconds; it rounds each step to whole ns.
+class ManualClock {
  public:
-  TimePoint now() const override { return now_; }
-  int64_t wall_micros() const override { return std::chrono::duration_cast<std::chrono::microseconds>(now_.time_since_epoch()).count(); }
-  void advance_us(double us) { now_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double, std::micro>(us)); }
+  void advance_us(double us) {
+    env.advance(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double, std::micro>(us)));
+  }
+  operator const Clock&() const { return env; }
 
  private:
-  TimePoint now_{};
+  testing::FakeEnv env;
 };
 
 // Drives an Autotuner as the engine would: a cycle of `bytes` takes bytes / rate(params) µs;
