@@ -8,15 +8,14 @@
 // Time comes from the injected Clock; nothing here does I/O except AutotuneCsv.
 #pragma once
 
-#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/autotune_search.h"
-#include "korovod/env.h"
 #include "korovod/config.h"
+#include "korovod/env.h"
 #include "korovod/status.h"
 
 namespace korovod {

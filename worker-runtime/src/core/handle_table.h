@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/mutex.h"
-#include "korovod/env.h"
 #include "core/thread_annotations.h"
+#include "korovod/env.h"
 #include "korovod/runtime.h"
 
 namespace korovod {

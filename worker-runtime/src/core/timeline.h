@@ -4,16 +4,15 @@
 #pragma once
 
 #include <atomic>
-#include <cstdio>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "core/mutex.h"
-#include "korovod/env.h"
 #include "core/thread_annotations.h"
-#include "korovod/clock.h"
+#include "korovod/env.h"
 #include "korovod/status.h"
 #include "korovod/types.h"
 
