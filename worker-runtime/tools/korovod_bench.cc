@@ -99,7 +99,8 @@ int run(const bench::Options& o) {
         t.timeout_seconds = c.collective_timeout_seconds;
         provider = std::make_unique<tcp::TcpBackendProvider>(transport, t);
       } else {
-        provider = std::make_unique<shm::ShmBackendProvider>(transport, shm::geometry_from(c), false);
+        provider = std::make_unique<shm::ShmBackendProvider>(transport, shm::geometry_from(c), false,
+                                                             runtime.env().host().id());
       }
       std::vector<int> everyone(runtime.size());
       for (int r = 0; r < runtime.size(); ++r) everyone[r] = r;

@@ -1,8 +1,10 @@
 // The runtime's environment as a seam (leveldb's Env): time -- stamps, sleeps and the bounded
-// waits every timeout is built on -- and the files the engine writes (timeline, autotune log).
-// RuntimeOptions::env hands one to the engine; tests pass a fake whose time they move by hand
-// and whose files are strings, so a timeout is tested without waiting for it.
-// (Host identity is read by the transport providers; it is not behind it yet.)
+// waits every timeout is built on --, the files the engine writes (timeline, autotune log) and
+// the host this process runs on (hostname, kernel boot id). The start paths
+// (mpi_runtime_options, tcp_runtime_options) take one, read the host identity from it once and
+// hand it to RuntimeOptions::env for the engine; tests pass a fake whose time they move by hand,
+// whose files are strings and whose host they name, so a timeout is tested without waiting for
+// it and several "hosts" run as threads of one process.
 #pragma once
 
 #include <chrono>
@@ -29,8 +31,19 @@ class WritableFile {
   virtual Status flush() = 0;  // to the operating system: complete if the job is killed
 };
 
+// The machine a rank runs on. Ranks with equal id() share a kernel, so shared memory between
+// them is possible; the boot id tells apart two containers (or UTS namespaces) with one name on
+// different machines.
+struct HostIdentity {
+  std::string hostname;  // gethostname(), "localhost" when it fails
+  std::string boot_id;   // /proc/sys/kernel/random/boot_id, "" when unreadable
+  std::string id() const { return hostname + "/" + boot_id; }
+};
+
 class Env : public Clock {
  public:
+  // Read when a start path asks (not cached: a test's UTS namespace may rename the host).
+  virtual HostIdentity host() const = 0;
   // Blocks for `d` of this Env's time.
   virtual void sleep_for(std::chrono::nanoseconds d) = 0;
   // Waits on `cv` (with `lock` held on entry and on return) until it is notified, woken
@@ -50,6 +63,13 @@ class Env : public Clock {
     if (d >= std::chrono::duration_cast<std::chrono::nanoseconds>(TimePoint::max() - t)) return TimePoint::max();
     return t + std::chrono::duration_cast<TimePoint::duration>(d);
   }
+  // deadline_after for a bound in seconds, as the configuration and the C ABI give them: one too
+  // large for the clock (1e300, infinity) is forever; a negative one has passed.
+  TimePoint deadline_after_seconds(double seconds) const {
+    const double ns = seconds * 1e9;
+    if (!(ns < 9e18)) return TimePoint::max();
+    return deadline_after(std::chrono::nanoseconds(static_cast<int64_t>(ns > 0 ? ns : 0)));
+  }
 };
 
 class SystemEnv final : public Env {
@@ -66,6 +86,7 @@ class SystemEnv final : public Env {
     return cv.wait_until(lock, deadline) == std::cv_status::timeout;
   }
   Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) override;  // core/env.cc
+  HostIdentity host() const override;                                                        // core/env.cc
 };
 
 }  // namespace korovod

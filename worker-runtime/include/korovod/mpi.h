@@ -17,9 +17,11 @@ namespace korovod {
 // null for MPI_COMM_WORLD. Kept as void* so this header does not pull in <mpi.h>.
 // `comm_ranks` non-empty: run on those ranks of that communicator only (Horovod's
 // init(comm=[0, 1])); a rank not listed gets an InvalidArgument error saying so.
+// `env` (null = SystemEnv) names this host to the data planes and becomes RuntimeOptions::env.
 Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm = nullptr,
                                            std::vector<std::vector<int>> process_sets = {},
-                                           const std::vector<int>& comm_ranks = {});
+                                           const std::vector<int>& comm_ranks = {},
+                                           std::shared_ptr<Env> env = nullptr);
 
 // Convenience: config from the process environment.
 Result<std::unique_ptr<Runtime>> init_mpi_runtime(std::vector<std::vector<int>> process_sets = {},

@@ -66,7 +66,7 @@ struct RuntimeOptions {
   std::shared_ptr<TransportProvider> transport;            // control plane (required)
   std::vector<std::shared_ptr<BackendProvider>> backends;  // data planes, first enabled wins
   std::vector<std::vector<int>> process_sets;              // static sets, ids 1..n
-  std::shared_ptr<Env> env;                                // time and waits; null = SystemEnv
+  std::shared_ptr<Env> env;                                // time, waits, files, host; null = SystemEnv
   LogSink log_sink;                                        // null = stderr
 };
 
@@ -129,6 +129,9 @@ class Runtime {
   Result<bool> poll(Handle handle) const;   // true when done (successfully or not)
   Status wait(Handle handle) const;         // the operation's status
   Status wait_for(Handle handle, double timeout_seconds) const;  // kInProgress on timeout
+  // The Env every wait of this runtime runs on (RuntimeOptions::env): callers that wait for
+  // several handles under one bound take their deadline from it (korovod_wait_all).
+  Env& env() const;
   Result<OpOutput> output(Handle handle) const;
   void release(Handle handle);              // forget a finished handle and its owned output
 

@@ -36,13 +36,13 @@ struct TcpWorldConfig {
   std::string rendezvous_addr;  // numeric IPv4 or a host name
   int rendezvous_port = 0;      // with kRank0 and port 0, rank 0 listens on an ephemeral port
   int rank = -1, size = 0;
-  std::string host_id;                // "" = hostname + boot id
+  std::string host_id;                // "" = hostname + boot id (Env::host)
   double start_timeout_seconds = 30;  // every rank at the store, every connection made
   RendezvousServer server = RendezvousServer::kRank0;
   std::string server_listen_host = "0.0.0.0";  // where rank 0's store listens (kRank0)
   // What every connection must prove (transport/tcp/auth.h); "" = connections unauthenticated.
   std::string job_secret;
-  std::string hostname;  // "" = gethostname(); names this rank's host in errors
+  std::string hostname;  // "" = gethostname() (Env::host); names this rank's host in errors
   // Elastic: rank and size come from the driver's round (rank/size above are unused); the store
   // is the driver's (server = kExternal).
   bool elastic = false;
@@ -73,8 +73,11 @@ bool tcp_rendezvous_configured(const EnvMap& env);  // KOROVOD_/HOROVOD_GLOO_REN
 // identity and learns the topology. Blocks until all `size` ranks have arrived (or the start
 // timeout). A process may start several runtimes one after another against the same store:
 // keys carry the rank's start count (elastic: the round), so a later start never reads an earlier one's keys.
+// `env` (null = SystemEnv) gives the host identity and hostname the world leaves "" and becomes
+// RuntimeOptions::env.
 Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& world,
-                                           std::vector<std::vector<int>> process_sets = {});
+                                           std::vector<std::vector<int>> process_sets = {},
+                                           std::shared_ptr<Env> env = nullptr);
 
 // tcp_runtime_options, then Runtime::create; in elastic mode, then marks this worker ready for
 // its round (elastic/<round>/ready/<worker_id>).

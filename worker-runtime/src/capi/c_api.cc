@@ -73,17 +73,6 @@ Result<std::vector<std::vector<int>>> read_sets(const int32_t* ranks, const int3
   return sets;
 }
 
-korovod_runtime* wrap(std::unique_ptr<Runtime> runtime) {
-  auto* rt = new korovod_runtime();
-  rt->world = {runtime->rank(),       runtime->size(),       runtime->local_rank(), runtime->local_size(),
-               runtime->cross_rank(), runtime->cross_size(), runtime->is_homogeneous(), runtime->elastic_round()};
-  rt->transport_name = runtime->transport_name();
-  rt->backend_names = fmt::format("{}", fmt::join(runtime->backend_names(), ","));
-  MutexLock lock(rt->mu);  // not shared yet; the lock keeps the analysis simple
-  rt->runtime = std::move(runtime);
-  return rt;
-}
-
 int query(const korovod_runtime* rt, int korovod::WorldInfo::*field) { return rt ? rt->world.*field : -1; }
 
 }  // namespace
@@ -122,6 +111,17 @@ std::shared_ptr<Runtime> runtime_of(const korovod_runtime* rt) {
 }
 
 Status not_running() { return Status::not_initialized("korovod is not initialised (shut down); call korovod_init"); }
+
+korovod_runtime* wrap(std::unique_ptr<Runtime> runtime) {
+  auto* rt = new korovod_runtime();
+  rt->world = {runtime->rank(),       runtime->size(),       runtime->local_rank(), runtime->local_size(),
+               runtime->cross_rank(), runtime->cross_size(), runtime->is_homogeneous(), runtime->elastic_round()};
+  rt->transport_name = runtime->transport_name();
+  rt->backend_names = fmt::format("{}", fmt::join(runtime->backend_names(), ","));
+  MutexLock lock(rt->mu);  // not shared yet; the lock keeps the analysis simple
+  rt->runtime = std::move(runtime);
+  return rt;
+}
 
 }  // namespace korovod::capi
 

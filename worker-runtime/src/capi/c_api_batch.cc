@@ -110,17 +110,17 @@ int korovod_wait_all(korovod_runtime* rt, const int64_t* handles, int count, dou
   if (count == 0) return KOROVOD_OK;
   auto runtime = runtime_of(rt);
   if (!runtime) return fail(rt, not_running());
-  using Clock = std::chrono::steady_clock;
+  // One bound for all of them, on the runtime's Env (a test's fake time moves it).
   const bool timed = timeout_seconds >= 0;
-  const Clock::time_point deadline =
-      timed ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds))
-            : Clock::time_point::max();
+  korovod::Env& env = runtime->env();
+  const korovod::Env::TimePoint deadline =
+      timed ? env.deadline_after_seconds(timeout_seconds) : korovod::Env::TimePoint::max();
   bool late = false;
   std::optional<Status> first_error;
   for (int i = 0; i < count; ++i) {
     Status s;
     if (timed) {
-      const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+      const double left = std::chrono::duration<double>(deadline - env.now()).count();
       s = runtime->wait_for(handles[i], std::max(left, 0.0));
     } else {
       s = runtime->wait(handles[i]);

@@ -8,9 +8,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capi/testing/capi_test_util.h"
+#include "core/testing/fake_env.h"
+#include "korovod/tcp.h"
+#include "transport/tcp/auth.h"
 
 namespace korovod::capi_test {
 namespace {
@@ -255,6 +259,88 @@ TEST_F(CApi, WaitAllTimesOutThenReportsEachOutcome) {
   EXPECT_TEXT(rt_, "unknown handle 123456");  // the first in order
   EXPECT_EQ(statuses[1], KOROVOD_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(korovod_wait_all(nullptr, unknown, 2, 1.0, statuses), KOROVOD_ERR_NOT_INITIALIZED);
+}
+
+// korovod_wait_all's one bound for all handles runs on the runtime's Env: on a fake one, a 30 s
+// bound over two held handles ends at 30 s of the Env's time, not 0.1 s before nor a second
+// bound later for the second handle, and takes no real 30 s.
+TEST(CApiOnAFakeEnv, WaitAllEndsAtItsBoundInTheRuntimesTime) {
+  auto env = std::make_shared<korovod::testing::FakeEnv>();
+  korovod::Config config;
+  config.log_level = korovod::LogLevel::kError;
+  config.collective_timeout_seconds = 0;  // no watchdog, no ready-event bound: only wait_all's
+  config.tcp_iface = "lo";
+  korovod::TcpWorldConfig world;  // one rank on loopback, as a job started without a launcher
+  world.rendezvous_addr = world.server_listen_host = "127.0.0.1";
+  world.rank = 0;
+  world.size = 1;
+  world.start_timeout_seconds = 10;
+  world.job_secret = korovod::tcp::JobSecret::generate().text();
+  korovod::Result<korovod::RuntimeOptions> options = korovod::tcp_runtime_options(config, world, {}, env);
+  ASSERT_TRUE(options.is_ok()) << options.status().to_string();
+  korovod::Result<std::unique_ptr<korovod::Runtime>> runtime = korovod::Runtime::create(std::move(options).value());
+  ASSERT_TRUE(runtime.is_ok()) << runtime.status().to_string();
+  korovod_runtime* rt = korovod::capi::wrap(std::move(runtime).value());
+
+  std::atomic<bool> ready{false};
+  std::atomic<int> destroyed{0};
+  float x[2] = {1.f, 2.f};
+  int64_t h[2];
+  for (int i = 0; i < 2; ++i) {
+    Op op;
+    op.name = i == 0 ? "held.a" : "held.b";
+    op.input = op.output = &x[i];
+    op.shape = {1};
+    op.ready = test_event(&ready, &destroyed);
+    h[i] = op.enqueue(rt);
+    ASSERT_GT(h[i], 0) << last_error(rt);
+  }
+
+  const auto real_start = std::chrono::steady_clock::now();
+  const auto fake_start = env->now();
+  std::atomic<bool> started{false}, returned{false};
+  int code = -1;
+  int32_t statuses[2] = {-9, -9};
+  korovod::Env::TimePoint fake_end{};
+  std::thread waiter([&] {
+    started = true;
+    code = korovod_wait_all(rt, h, 2, 30.0, statuses);
+    fake_end = env->now();
+    returned = true;
+  });
+  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // its deadline is taken
+  env->advance(std::chrono::milliseconds(29'900));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(returned.load()) << "returned before its bound, at +29.9 s of the Env's time";
+  env->advance(std::chrono::milliseconds(200));
+  for (int i = 0; i < 5000 && !returned; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(returned.load()) << "still waiting at +30.1 s of the Env's time";
+  waiter.join();
+  EXPECT_EQ(code, KOROVOD_ERR_IN_PROGRESS);
+  EXPECT_EQ(statuses[0], KOROVOD_ERR_IN_PROGRESS);
+  EXPECT_EQ(statuses[1], KOROVOD_ERR_IN_PROGRESS);
+  EXPECT_GE(fake_end - fake_start, std::chrono::seconds(30));
+  EXPECT_LT(std::chrono::steady_clock::now() - real_start, std::chrono::seconds(10));
+
+  // Once ready it completes; the Env's time moves so that the waits on it (ready-event polls)
+  // come round.
+  ready = true;
+  std::atomic<bool> done{false};
+  std::thread ticker([&] {
+    while (!done) {
+      env->advance(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  EXPECT_EQ(korovod_wait_all(rt, h, 2, 60.0, nullptr), KOROVOD_OK) << last_error(rt);
+  EXPECT_EQ(x[0], 1.f);
+  EXPECT_EQ(x[1], 2.f);
+  korovod_release_many(rt, h, 2);
+  korovod_destroy(rt);
+  done = true;
+  ticker.join();
+  EXPECT_EQ(destroyed.load(), 2);
 }
 
 TEST_F(CApi, WaitAllWaitsPastAFailureAndReportsIt) {

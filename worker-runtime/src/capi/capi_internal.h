@@ -76,6 +76,9 @@ void copy_text(const std::string& text, char* buf, int len);
 // The runtime, or null after shutdown / for a null rt.
 std::shared_ptr<Runtime> runtime_of(const korovod_runtime* rt);
 Status not_running();  // what calls on a shut-down runtime fail with
+// The C handle of a started runtime (korovod_init_ex's last step; tests wrap one built on a
+// fake Env). korovod_destroy frees it.
+korovod_runtime* wrap(std::unique_ptr<Runtime> runtime);
 // Converts and checks what only the C layer can (pointers, counts, enum ranges); the runtime
 // checks the rest (dtype, shapes, splits, root) and names the tensor in its errors. `ready` is
 // consumed (moved into the op, or freed on error).

@@ -1,10 +1,12 @@
 #include "korovod/env.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 namespace korovod {
 namespace {
@@ -40,6 +42,14 @@ Result<std::unique_ptr<WritableFile>> SystemEnv::new_writable_file(const std::st
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) return Status::invalid_argument(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   return std::unique_ptr<WritableFile>(new StdioFile(path, f));
+}
+
+HostIdentity SystemEnv::host() const {
+  HostIdentity h;
+  char name[256] = {};
+  h.hostname = gethostname(name, sizeof name - 1) == 0 && name[0] != '\0' ? name : "localhost";
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> h.boot_id;
+  return h;
 }
 
 }  // namespace korovod

@@ -110,8 +110,7 @@ Status HandleTable::wait(Handle handle, std::optional<double> timeout_seconds) c
   if (!timeout_seconds) {
     done_cv_.wait(lock, done);
   } else {
-    const Env::TimePoint deadline = env_.deadline_after(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(*timeout_seconds)));
+    const Env::TimePoint deadline = env_.deadline_after_seconds(*timeout_seconds);
     while (!done()) {
       if (env_.wait_until(done_cv_, lock, deadline) && !done()) return Status::in_progress();
     }

@@ -134,6 +134,7 @@ Status Runtime::wait(Handle handle) const { return impl_->wait(handle, std::null
 Status Runtime::wait_for(Handle handle, double timeout_seconds) const {
   return impl_->wait(handle, timeout_seconds);
 }
+Env& Runtime::env() const { return impl_->env(); }
 Result<OpOutput> Runtime::output(Handle handle) const { return impl_->handles().output(handle); }
 void Runtime::release(Handle handle) { impl_->handles().release(handle); }
 

@@ -151,9 +151,7 @@ Status RuntimeImpl::wait(Handle handle, std::optional<double> timeout_seconds) {
   // A fused response completes all its handles at once, so after the first wait of a step the
   // others are usually done already: one lock, no cycle driving, no clock read.
   if (std::optional<Status> finished = handles_.finished_status(handle)) return *std::move(finished);
-  const auto deadline =
-      timeout_seconds ? env_->now() + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(*timeout_seconds))
-                      : Steady::time_point::max();
+  const auto deadline = timeout_seconds ? env_->deadline_after_seconds(*timeout_seconds) : Steady::time_point::max();
   if (config_.inline_cycles && cycle_owner_.load() != std::this_thread::get_id()) {
     CallerInside inside(*this);
     drive_cycles(handle, deadline);

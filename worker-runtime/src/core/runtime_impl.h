@@ -31,6 +31,7 @@ class RuntimeImpl : public std::enable_shared_from_this<RuntimeImpl> {
 
   const WorldInfo& world() const { return world_; }
   const Config& config() const { return config_; }
+  Env& env() const { return *env_; }
   std::string transport_name() const { return transport_name_; }
   std::vector<std::string> backend_names() const { return backend_names_; }
 

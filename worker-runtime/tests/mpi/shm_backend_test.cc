@@ -30,7 +30,8 @@ constexpr double kCrashBoundSeconds = 2.0;  // documented in docs/runtime-config
 
 BackendPair make_shm_backends(const std::shared_ptr<mpi::MpiContext>& ctx, shm::Geometry geometry, int set_id,
                               int size) {
-  shm::ShmBackendProvider provider(std::make_shared<mpi::MpiTransportProvider>(ctx), geometry, true);
+  shm::ShmBackendProvider provider(std::make_shared<mpi::MpiTransportProvider>(ctx), geometry, true,
+                                   SystemEnv().host().id());
   return make_backends(provider, ctx, set_id, size);
 }
 

@@ -137,7 +137,8 @@ class HierarchicalOnCpu final : public BackendProvider {
     std::optional<HostGroups> groups = host_groups(hosts, ranks, me);
     if (!groups) return Status::invalid_argument("no host groups for this layout");
     mpi::MpiBackendProvider mpi_provider(ctx_);
-    shm::ShmBackendProvider shm_provider(std::make_shared<mpi::MpiTransportProvider>(ctx_), shm::Geometry{4096, 4}, true);
+    shm::ShmBackendProvider shm_provider(std::make_shared<mpi::MpiTransportProvider>(ctx_), shm::Geometry{4096, 4}, true,
+                                         SystemEnv().host().id());
     Result<std::unique_ptr<Backend>> flat = mpi_provider.create_backend(ranks, set_id + 100);
     if (!flat.is_ok()) return flat.status();
     Result<std::unique_ptr<Backend>> local = shm_provider.create_backend(groups->local, set_id + 200);

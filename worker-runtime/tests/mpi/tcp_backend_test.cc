@@ -67,6 +67,7 @@ int run_hierarchical(const std::shared_ptr<mpi::MpiContext>& ctx, int rank, int 
   options.timeout_seconds = 20;
   options.hierarchical_allreduce = true;
   options.host_id = config.is_ok() ? config->host_id : "";
+  options.machine_id = SystemEnv().host().id();  // the shared memory inside each "host"
   options.shm_geometry = shm::Geometry{4096, 4};
   MPI_CHECK(c, !options.host_id.empty(), "KOROVOD_HOST_ID is not set (run through tcp_as_hosts.sh)");
   BackendPair b = make_tcp_backends(ctx, options, 0, size);

@@ -1,5 +1,6 @@
 // An Env whose time moves only when the test says (advance): timeouts are tested without
-// waiting for them; its files are strings (file(path)), and paths under /unwritable fail. Its waits block in real time for at most kPoll and then return as a
+// waiting for them; its files are strings (file(path)), and paths under /unwritable fail; its
+// host is the one the test names, so threads of one process pose as ranks on several hosts. Its waits block in real time for at most kPoll and then return as a
 // spurious wake-up, so the waiting code re-checks its condition and the fake time; a test
 // moves the time and then waits (in real time) for the code to react.
 #pragma once
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "korovod/env.h"
 
@@ -21,7 +23,10 @@ class FakeEnv final : public Env {
  public:
   static constexpr auto kPoll = std::chrono::milliseconds(1);
 
+  explicit FakeEnv(HostIdentity host = {"fake-host", "fake-boot"}) : host_(std::move(host)) {}
+
   TimePoint now() const override { return TimePoint(std::chrono::nanoseconds(now_ns_.load())); }
+  HostIdentity host() const override { return host_; }
   int64_t wall_micros() const override { return 1'800'000'000'000'000 + now_ns_.load() / 1000; }
   void advance(std::chrono::nanoseconds d) { now_ns_.fetch_add(d.count()); }
   // Calls of wait_until so far: a test waits for the code under test to be inside a wait (its
@@ -57,6 +62,7 @@ class FakeEnv final : public Env {
   }
 
  private:
+  const HostIdentity host_;
   std::atomic<int64_t> now_ns_{1'000'000'000};  // 1 s past the epoch: no time point is 0
   std::atomic<int64_t> wait_calls_{0};
 
@@ -88,6 +94,28 @@ class FakeEnv final : public Env {
   };
   mutable std::mutex files_mu_;
   std::map<std::string, std::string> files_;
+};
+
+// The system's time and files on a host the test names: threads of one process pose as ranks on
+// several machines while the engine runs in real time (a fake time that no one moves would
+// stall the cycles of a multi-rank job).
+class NamedHostEnv final : public Env {
+ public:
+  explicit NamedHostEnv(HostIdentity host) : host_(std::move(host)) {}
+  HostIdentity host() const override { return host_; }
+  TimePoint now() const override { return system_.now(); }
+  int64_t wall_micros() const override { return system_.wall_micros(); }
+  void sleep_for(std::chrono::nanoseconds d) override { system_.sleep_for(d); }
+  bool wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, TimePoint deadline) override {
+    return system_.wait_until(cv, lock, deadline);
+  }
+  Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) override {
+    return system_.new_writable_file(path);
+  }
+
+ private:
+  const HostIdentity host_;
+  SystemEnv system_;
 };
 
 }  // namespace korovod::testing

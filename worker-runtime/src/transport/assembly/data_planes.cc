@@ -18,13 +18,15 @@ constexpr bool kNcclBuilt = true;
 constexpr bool kNcclBuilt = false;
 #endif
 
-tcp::TcpOptions tcp_options_for(const Config& config, const DataPlanePlan& plan, const std::string& host_id) {
+tcp::TcpOptions tcp_options_for(const Config& config, const DataPlanePlan& plan, const std::string& host_id,
+                                const std::string& machine_id) {
   tcp::TcpOptions options;
   options.iface = config.tcp_iface;
   options.segment_bytes = config.tcp_segment_bytes;
   options.timeout_seconds = config.collective_timeout_seconds;
   options.hierarchical_allreduce = plan.hierarchical_allreduce;
   options.host_id = host_id;
+  options.machine_id = machine_id;
   options.shm_geometry = shm::geometry_from(config);
   options.share_secret = plan.tcp_shares_secret;
   return options;
@@ -33,21 +35,24 @@ tcp::TcpOptions tcp_options_for(const Config& config, const DataPlanePlan& plan,
 }  // namespace
 
 ControlPlane ControlPlane::over_mpi(std::shared_ptr<TransportProvider> transport,
-                                    std::shared_ptr<BackendProvider> mpi_backends, std::string host_id) {
+                                    std::shared_ptr<BackendProvider> mpi_backends, const std::string& host_id,
+                                    const HostIdentity& host) {
   ControlPlane c;
   c.kind_ = ControlPlaneKind::kMpi;
   c.transport_ = std::move(transport);
   c.mpi_backends_ = std::move(mpi_backends);
-  c.host_id_ = std::move(host_id);
+  c.host_id_ = host_id.empty() ? host.id() : host_id;
+  c.machine_id_ = host.id();
   return c;
 }
 
-ControlPlane ControlPlane::over_tcp(std::shared_ptr<tcp::TcpTransportProvider> transport, std::string host_id) {
+ControlPlane ControlPlane::over_tcp(std::shared_ptr<tcp::TcpTransportProvider> transport, const HostIdentity& host) {
   ControlPlane c;
   c.kind_ = ControlPlaneKind::kTcp;
+  c.host_id_ = transport->host_id();
+  c.machine_id_ = host.id();
   c.transport_ = transport;
   c.tcp_ = std::move(transport);
-  c.host_id_ = std::move(host_id);
   return c;
 }
 
@@ -60,11 +65,11 @@ Result<std::vector<std::shared_ptr<BackendProvider>>> build_data_planes(const Co
   Result<DataPlanePlan> plan = plan_data_planes(config, control.kind_, kNcclBuilt);
   if (!plan.is_ok()) return plan.status();
   const WorldInfo world = control.transport_->world();
-  const std::string host_id = control.host_id_.empty() ? shm::host_identity() : control.host_id_;
+  const std::string& host_id = control.host_id_;
 
   std::shared_ptr<BackendProvider> tcp_backends;
   if (plan->has(DataPlane::kTcp)) {
-    tcp::TcpOptions options = tcp_options_for(config, *plan, host_id);
+    tcp::TcpOptions options = tcp_options_for(config, *plan, host_id, control.machine_id_);
     if (control.tcp_) {
       options.auth = control.tcp_->auth();
       options.family = control.tcp_->mesh_family();
@@ -99,7 +104,7 @@ Result<std::vector<std::shared_ptr<BackendProvider>>> build_data_planes(const Co
       }
       case DataPlane::kShm:
         providers.push_back(std::make_shared<shm::ShmBackendProvider>(control.transport_, shm::geometry_from(config),
-                                                                      plan->shm_forced));
+                                                                      plan->shm_forced, control.machine_id_));
         break;
       case DataPlane::kTcp:
         providers.push_back(tcp_backends);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "korovod/config.h"
+#include "korovod/env.h"
 #include "korovod/transport.h"
 #include "transport/assembly/data_plane_plan.h"
 
@@ -21,15 +22,19 @@ class TcpTransportProvider;
 // The control plane a start path built, and what it discovered about this rank.
 class ControlPlane {
  public:
+  // `host` is this rank's machine (Env::host, read once by the start path): shared memory
+  // compares host.id(), which only ranks sharing a kernel have in common.
+  //
   // mpirun: MPI negotiates; `mpi_backends` is MPI's own data plane (the fallback). Under MPI the
   // world names no host identity (MPI found the local ranks itself), so `host_id` is Config's
-  // KOROVOD_HOST_ID override, "" = the real identity (hostname + boot id).
+  // KOROVOD_HOST_ID override, "" = host.id().
   static ControlPlane over_mpi(std::shared_ptr<TransportProvider> transport,
-                               std::shared_ptr<BackendProvider> mpi_backends, std::string host_id);
+                               std::shared_ptr<BackendProvider> mpi_backends, const std::string& host_id,
+                               const HostIdentity& host);
   // A rendezvous store: TCP negotiates, and its job secret and mesh family are shared with the
-  // TCP data plane. `host_id`: the identity the transport published to group ranks into hosts
-  // (TcpWorldConfig::host_id, "" = the real one), so the data planes group ranks as the world did.
-  static ControlPlane over_tcp(std::shared_ptr<tcp::TcpTransportProvider> transport, std::string host_id);
+  // TCP data plane. The data planes group ranks into hosts by the identity the transport
+  // published (TcpTransportProvider::host_id), as the world's topology did.
+  static ControlPlane over_tcp(std::shared_ptr<tcp::TcpTransportProvider> transport, const HostIdentity& host);
 
   ControlPlaneKind kind() const { return kind_; }
   const std::shared_ptr<TransportProvider>& transport() const { return transport_; }
@@ -40,7 +45,8 @@ class ControlPlane {
 
   ControlPlaneKind kind_ = ControlPlaneKind::kTcp;
   std::shared_ptr<TransportProvider> transport_;
-  std::string host_id_;
+  std::string host_id_;     // groups ranks into hosts (hierarchical planes, NCCL)
+  std::string machine_id_;  // HostIdentity::id(): shared memory
   std::shared_ptr<BackendProvider> mpi_backends_;     // kMpi
   std::shared_ptr<tcp::TcpTransportProvider> tcp_;  // kTcp: the same object as transport_
 };

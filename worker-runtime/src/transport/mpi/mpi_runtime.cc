@@ -17,17 +17,19 @@ bool mpi_threads_supported() {
 
 Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
                                            std::vector<std::vector<int>> process_sets,
-                                           const std::vector<int>& comm_ranks) {
+                                           const std::vector<int>& comm_ranks, std::shared_ptr<Env> env) {
   Result<std::shared_ptr<mpi::MpiContext>> ctx =
       mpi::MpiContext::create(static_cast<const MPI_Comm*>(mpi_comm), config.mpi_threads_disable, comm_ranks);
   if (!ctx.is_ok()) return ctx.status();
   RuntimeOptions options;
   options.config = std::move(config);
+  options.env = env ? std::move(env) : std::make_shared<SystemEnv>();
   auto transport = std::make_shared<mpi::MpiTransportProvider>(*ctx);
   options.transport = transport;
   Result<std::vector<std::shared_ptr<BackendProvider>>> backends = build_data_planes(
       options.config,
-      ControlPlane::over_mpi(transport, std::make_shared<mpi::MpiBackendProvider>(*ctx), options.config.host_id));
+      ControlPlane::over_mpi(transport, std::make_shared<mpi::MpiBackendProvider>(*ctx), options.config.host_id,
+                             options.env->host()));
   if (!backends.is_ok()) return backends.status();
   options.backends = std::move(backends).value();
   options.process_sets = std::move(process_sets);

@@ -10,7 +10,6 @@
 #include "transport/nccl/cuda_copier.h"
 #include "transport/nccl/nccl_backend.h"
 #include "transport/nccl/nccl_mapping.h"
-#include "transport/shm/shm_provider.h"
 
 namespace korovod::nccl {
 namespace {
@@ -28,7 +27,7 @@ NcclBackendProvider::NcclBackendProvider(std::shared_ptr<TransportProvider> tran
                                          NcclHierarchy hierarchy, GpuPlaneOptions plane)
     : transport_(std::move(transport)), local_rank_(local_rank), hierarchy_(std::move(hierarchy)),
       plane_(std::move(plane)) {
-  if (plane_.host_id.empty()) plane_.host_id = hierarchy_.host_id.empty() ? shm::host_identity() : hierarchy_.host_id;
+  if (plane_.host_id.empty()) plane_.host_id = hierarchy_.host_id;
 }
 
 std::string NcclBackendProvider::gpus_visible() const {

@@ -25,7 +25,7 @@ struct NcclHierarchy {
 // data plane when its members share a GPU (kAuto) or when forced.
 struct GpuPlaneOptions {
   GpuOperations mode = GpuOperations::kAuto;  // Config::gpu_operations (KOROVOD_GPU_OPERATIONS)
-  std::string host_id;                        // "" = the hierarchy's, else shm::host_identity()
+  std::string host_id;                        // this rank's host identity; "" = the hierarchy's
 };
 
 class NcclBackendProvider final : public BackendProvider {

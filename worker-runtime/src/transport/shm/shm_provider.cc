@@ -3,9 +3,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "transport/common/host_groups.h"
 #include "transport/shm/shm_backend.h"
 
@@ -21,21 +18,13 @@ Result<std::vector<std::string>> agree(ControlChannel& ctl, const Status& mine, 
 
 }  // namespace
 
-std::string host_identity() {
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  std::string boot;
-  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
-  return fmt::format("{}/{}", host, boot);
-}
-
 Result<std::unique_ptr<Backend>> ShmBackendProvider::create_backend(const std::vector<int>& global_ranks, int set_id) {
   Result<std::unique_ptr<ControlChannel>> control = transport_->create_control(global_ranks, set_id);
   if (!control.is_ok()) return control.status();
   ControlChannel& ctl = **control;
   const pid_t pid = getpid();
 
-  Result<std::vector<std::string>> hosts = allgather_lines(ctl, fmt::format("{} {}", pid, host_identity()));
+  Result<std::vector<std::string>> hosts = allgather_lines(ctl, fmt::format("{} {}", pid, machine_id_));
   if (!hosts.is_ok()) return hosts.status();
   std::vector<pid_t> pids;
   bool one_host = true;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "korovod/config.h"
 #include "korovod/transport.h"
@@ -15,9 +16,12 @@ namespace korovod::shm {
 class ShmBackendProvider final : public BackendProvider {
  public:
   // forced (KOROVOD_CPU_OPERATIONS=shm): failing to set up shared memory on one host is an
-  // error; otherwise the set quietly uses the next backend.
-  ShmBackendProvider(std::shared_ptr<TransportProvider> transport, Geometry geometry, bool forced)
-      : transport_(std::move(transport)), geometry_(geometry), forced_(forced) {}
+  // error; otherwise the set quietly uses the next backend. `machine_id`: this rank's
+  // Env::host().id() (not KOROVOD_HOST_ID: only ranks that share a kernel can map each other's
+  // segments); a set whose members name different machines gets no shared memory.
+  ShmBackendProvider(std::shared_ptr<TransportProvider> transport, Geometry geometry, bool forced,
+                     std::string machine_id)
+      : transport_(std::move(transport)), geometry_(geometry), forced_(forced), machine_id_(std::move(machine_id)) {}
   std::string name() const override { return "SHM"; }
   Result<std::unique_ptr<Backend>> create_backend(const std::vector<int>& global_ranks, int set_id) override;
 
@@ -25,14 +29,11 @@ class ShmBackendProvider final : public BackendProvider {
   std::shared_ptr<TransportProvider> transport_;
   Geometry geometry_;
   bool forced_;
+  std::string machine_id_;
   int created_ = 0;  // segments created by this provider: part of the unique name
 };
 
 // The ring geometry the configuration asks for (slots, streaming threshold, wait bound).
 Geometry geometry_from(const Config& config);
-
-// Host identity: hostname plus kernel boot id, so two containers named alike on different
-// machines are not mistaken for one host.
-std::string host_identity();
 
 }  // namespace korovod::shm

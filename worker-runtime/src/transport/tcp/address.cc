@@ -35,16 +35,8 @@ Result<std::string> interface_address(const std::string& iface) {
   return found;
 }
 
-}  // namespace
-
-std::string local_hostname() {
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "localhost";
-  return host;
-}
-
-namespace {
-
+// The address the network knows this machine's name by (the operating system's hostname, not
+// Env::host: this is a question to the resolver about this network namespace).
 std::string hostname_address() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) return "";

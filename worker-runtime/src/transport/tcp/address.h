@@ -14,7 +14,5 @@ Result<std::string> choose_listen_address(const std::string& iface);
 
 // `host` as a numeric IPv4 address (itself when it already is one).
 Result<std::string> resolve_ipv4(const std::string& host);
-// gethostname(), or "localhost" when it fails.
-std::string local_hostname();
 
 }  // namespace korovod::tcp

@@ -316,12 +316,12 @@ TEST(TcpTransportNoSecret, RankZeroWarnsNamingTheVariable) {
   world.size = 1;
   world.start_timeout_seconds = 5;
   LogLines log;
-  Result<std::shared_ptr<TcpTransportProvider>> t = TcpTransportProvider::create(world, "lo", log.sink());
+  Result<std::shared_ptr<TcpTransportProvider>> t = TcpTransportProvider::create(world, "lo", SystemEnv().host(), log.sink());
   ASSERT_TRUE(t.is_ok()) << t.status().to_string();
   EXPECT_EQ(log.count("no job secret (KOROVOD_JOB_SECRET_FILE is not set)"), 1u) << log.all();
   world.job_secret = kSecretText;
   LogLines quiet;
-  ASSERT_TRUE(TcpTransportProvider::create(world, "lo", quiet.sink()).is_ok());
+  ASSERT_TRUE(TcpTransportProvider::create(world, "lo", SystemEnv().host(), quiet.sink()).is_ok());
   EXPECT_EQ(quiet.lines.size(), 0u) << quiet.all();
 }
 

@@ -72,7 +72,7 @@ Result<std::unique_ptr<Backend>> TcpBackendProvider::create_flat(ControlChannel&
 
 Result<std::unique_ptr<Backend>> TcpBackendProvider::create_hierarchical(const HostGroups& groups, int set_id,
                                                                          std::unique_ptr<Backend> flat) {
-  shm::ShmBackendProvider shm_provider(transport_, options_.shm_geometry, /*forced=*/true);
+  shm::ShmBackendProvider shm_provider(transport_, options_.shm_geometry, /*forced=*/true, options_.machine_id);
   Result<std::unique_ptr<Backend>> local = shm_provider.create_backend(groups.local, set_id);
   if (!local.is_ok()) return local.status();
   Result<std::unique_ptr<ControlChannel>> cross_ctl = transport_->create_control(groups.cross, set_id);
@@ -91,8 +91,10 @@ Result<std::unique_ptr<Backend>> TcpBackendProvider::create_backend(const std::v
   if (!flat.is_ok() || !options_.hierarchical_allreduce) return flat;
 
   // Every member learns every member's host, so all take the same branch below.
-  const std::string host = options_.host_id.empty() ? shm::host_identity() : options_.host_id;
-  Result<std::vector<std::string>> hosts = agree(ctl, Status::ok(), host, global_ranks);
+  if (options_.host_id.empty() || options_.machine_id.empty()) {
+    return Status::precondition("the hierarchical TCP plane needs TcpOptions::host_id and machine_id (Env::host)");
+  }
+  Result<std::vector<std::string>> hosts = agree(ctl, Status::ok(), options_.host_id, global_ranks);
   if (!hosts.is_ok()) return hosts.status();
   const std::optional<HostGroups> groups = host_groups(*hosts, global_ranks, ctl.rank());
   if (!groups) return flat;

@@ -24,9 +24,11 @@ struct TcpOptions {
   double timeout_seconds = 60.0;       // no progress for this long fails a collective; 0 = never
   int socket_buffer_bytes = 4 << 20;   // SO_SNDBUF / SO_RCVBUF
   // Sets that span hosts with several ranks each: shared memory within a host, TCP across
-  // (HierarchicalBackend). host_id "" = the real host identity.
+  // (HierarchicalBackend). host_id groups the ranks into hosts (KOROVOD_HOST_ID, else
+  // machine_id); machine_id (Env::host().id()) is what the shared memory inside a host checks.
   bool hierarchical_allreduce = false;
   std::string host_id;
+  std::string machine_id;
   shm::Geometry shm_geometry;
   // What the set's connections prove (the TCP transport's secret). share_secret: the set's rank
   // 0 generates a fresh secret and broadcasts it over the control channel before any socket is

@@ -140,17 +140,20 @@ Result<TcpWorldConfig> parse_tcp_world(const EnvMap& env) {
 }
 
 Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& world,
-                                           std::vector<std::vector<int>> process_sets) {
+                                           std::vector<std::vector<int>> process_sets, std::shared_ptr<Env> env) {
   // Before the rendezvous: no peer waits there for a start this Config already dooms.
   KOROVOD_RETURN_IF_ERROR(check_data_planes(config, ControlPlaneKind::kTcp));
+  if (!env) env = std::make_shared<SystemEnv>();
+  const HostIdentity host = env->host();
   Result<std::shared_ptr<tcp::TcpTransportProvider>> transport =
-      tcp::TcpTransportProvider::create(world, config.tcp_iface, tcp::warning_log(config, world.rank));
+      tcp::TcpTransportProvider::create(world, config.tcp_iface, host, tcp::warning_log(config, world.rank));
   if (!transport.is_ok()) return transport.status();
   RuntimeOptions options;
   options.config = std::move(config);
+  options.env = std::move(env);
   options.transport = *transport;
   Result<std::vector<std::shared_ptr<BackendProvider>>> backends =
-      build_data_planes(options.config, ControlPlane::over_tcp(*transport, world.host_id));
+      build_data_planes(options.config, ControlPlane::over_tcp(*transport, host));
   if (!backends.is_ok()) return backends.status();
   options.backends = std::move(backends).value();
   options.process_sets = std::move(process_sets);

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/testing/fake_env.h"
 #include "core/testing/test_ranks.h"
 #include "korovod/tcp.h"
 #include "transport/tcp/auth.h"
@@ -109,6 +110,59 @@ TEST(TcpRuntime, FourRanksOnTwoForcedHostsRunCollectives) {
     if (!r.shutdown().is_ok()) fail(rank, "shutdown");
   });
   EXPECT_TRUE(failures.empty()) << fmt::format("{}", fmt::join(failures, "\n"));
+}
+
+// Without KOROVOD_HOST_ID each rank's Env names its machine (Env::host): four threads of this
+// process pose as two hosts, told apart by hostname, or by boot id alone (containers with one
+// name on two machines). The Env reaches the runtime (RuntimeOptions::env) and the topology,
+// and errors name the hosts the Envs gave.
+TEST(TcpRuntime, TheEnvsHostGroupsRanksIntoHostsAndNamesThem) {
+  struct Layout {
+    const char* label;
+    HostIdentity first, second;  // ranks 0,1 and ranks 2,3
+  };
+  const Layout layouts[] = {{"two hostnames", {"node-a", "boot-1"}, {"node-b", "boot-1"}},
+                            {"one hostname, two boot ids", {"node", "boot-1"}, {"node", "boot-2"}}};
+  for (const Layout& layout : layouts) {
+    SCOPED_TRACE(layout.label);
+    const int n = 4, port = free_port();
+    std::mutex mu;
+    std::vector<std::string> failures;
+    auto fail = [&](int rank, const std::string& what) {
+      std::lock_guard<std::mutex> lock(mu);
+      failures.push_back(fmt::format("rank {}: {}", rank, what));
+    };
+    testing::run_ranks(n, [&](int rank) {
+      EnvMap launcher = env_for(rank, n, port);
+      launcher.erase("KOROVOD_HOST_ID");
+      auto env = std::make_shared<testing::NamedHostEnv>(rank < 2 ? layout.first : layout.second);
+      Result<TcpWorldConfig> world = parse_tcp_world(launcher);
+      Result<RuntimeOptions> options = world.is_ok() ? tcp_runtime_options(tcp_config(), *world, {}, env)
+                                                     : Result<RuntimeOptions>(world.status());
+      if (!options.is_ok()) return fail(rank, options.status().to_string());
+      const std::shared_ptr<TransportProvider> transport = options->transport;
+      Result<std::unique_ptr<Runtime>> rt = Runtime::create(std::move(options).value());
+      if (!rt.is_ok()) return fail(rank, rt.status().to_string());
+      Runtime& r = **rt;
+      if (&r.env() != env.get()) fail(rank, "the runtime does not run on the Env the start path was given");
+      if (r.local_rank() != rank % 2 || r.local_size() != 2 || r.cross_rank() != rank / 2 || r.cross_size() != 2) {
+        fail(rank, fmt::format("topology local {}/{} cross {}/{}", r.local_rank(), r.local_size(), r.cross_rank(),
+                               r.cross_size()));
+      }
+      for (int peer = 0; peer < n; ++peer) {
+        const std::string& host = (peer < 2 ? layout.first : layout.second).hostname;
+        const std::string name = transport->rank_name(peer);
+        if (name.find(host) == std::string::npos) fail(rank, fmt::format("rank {} is called {:?}", peer, name));
+      }
+      std::vector<int32_t> x(7, rank + 1);
+      TensorView v{x.data(), DataType::kInt32, {7}, kCpuDevice};
+      Result<Handle> h = r.allreduce("x", v, v, ReduceOp::kSum);
+      Status s = h.is_ok() ? r.wait(*h) : h.status();
+      if (!s.is_ok() || x != std::vector<int32_t>(7, 10)) fail(rank, "allreduce: " + s.to_string());
+      if (!r.shutdown().is_ok()) fail(rank, "shutdown");
+    });
+    EXPECT_TRUE(failures.empty()) << fmt::format("{}", fmt::join(failures, "\n"));
+  }
 }
 
 // Connections to the store's port that never prove the secret, one after another, until `stop`:

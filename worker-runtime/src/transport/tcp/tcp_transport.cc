@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <thread>
 
-#include "transport/shm/shm_provider.h"
 #include "transport/tcp/address.h"
 #include "transport/tcp/elastic.h"
 #include "transport/tcp/mesh_setup.h"
@@ -26,7 +25,8 @@ double seconds_left(Deadline deadline) {
 }  // namespace
 
 Result<std::shared_ptr<TcpTransportProvider>> TcpTransportProvider::create(const TcpWorldConfig& world,
-                                                                           const std::string& iface, AuthLog log) {
+                                                                           const std::string& iface,
+                                                                           const HostIdentity& host, AuthLog log) {
   std::shared_ptr<TcpTransportProvider> t(new TcpTransportProvider());
   t->iface_ = iface;
   if (!world.job_secret.empty()) {
@@ -54,12 +54,12 @@ Result<std::shared_ptr<TcpTransportProvider>> TcpTransportProvider::create(const
   if (port <= 0) return Status::invalid_argument(fmt::format("{}: no rendezvous port to connect to", who));
   Result<std::string> addr = resolve_ipv4(world.rendezvous_addr);
   if (!addr.is_ok()) return Status::invalid_argument(fmt::format("{}: rendezvous address: {}", who, addr.status().message()));
-  const std::string host_id = world.host_id.empty() ? shm::host_identity() : world.host_id;
-  t->hostname_ = world.hostname.empty() ? local_hostname() : world.hostname;
+  t->host_id_ = world.host_id.empty() ? host.id() : world.host_id;
+  t->hostname_ = world.hostname.empty() ? host.hostname : world.hostname;
   if (world.elastic) {
-    KOROVOD_RETURN_IF_ERROR(t->elastic_rendezvous({*addr, port}, world, host_id));
+    KOROVOD_RETURN_IF_ERROR(t->elastic_rendezvous({*addr, port}, world, t->host_id_));
   } else {
-    KOROVOD_RETURN_IF_ERROR(t->rendezvous({*addr, port}, host_id, deadline));
+    KOROVOD_RETURN_IF_ERROR(t->rendezvous({*addr, port}, t->host_id_, deadline));
   }
   return t;
 }

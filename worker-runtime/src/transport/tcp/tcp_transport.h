@@ -30,9 +30,10 @@ namespace korovod::tcp {
 
 class TcpTransportProvider final : public TransportProvider {
  public:
-  // `log` hears of refused connections (and rank 0's warning when there is no secret).
+  // `log` hears of refused connections (and rank 0's warning when there is no secret). `host`
+  // (Env::host) is this rank's identity and hostname where the world leaves them "".
   static Result<std::shared_ptr<TcpTransportProvider>> create(const TcpWorldConfig& world, const std::string& iface,
-                                                              AuthLog log = {});
+                                                              const HostIdentity& host, AuthLog log = {});
   std::string name() const override { return "TCP"; }
   WorldInfo world() const override { return info_; }
   Result<std::unique_ptr<ControlChannel>> create_control(const std::vector<int>& global_ranks, int set_id) override;
@@ -43,6 +44,9 @@ class TcpTransportProvider final : public TransportProvider {
   Status mark_elastic_ready(const std::string& worker_id);
   // "rank 2 on host worker-1": what errors call a global rank (the hosts as ranks published them).
   std::string rank_name(int global_rank) const override;
+  // The host identity this rank published (KOROVOD_HOST_ID, else its Env's): the data planes
+  // group ranks into hosts by it as the topology did.
+  const std::string& host_id() const { return host_id_; }
   // Every mesh of this runtime, control and (through TcpOptions::family) data planes.
   const std::shared_ptr<MeshFamily>& mesh_family() const { return mesh_family_; }
 
@@ -61,6 +65,7 @@ class TcpTransportProvider final : public TransportProvider {
   std::unique_ptr<StoreClient> store_;
   std::string key_prefix_;  // "start<n>/", or "r<round>/" in elastic mode
   WorldInfo info_;
+  std::string host_id_;                 // this rank's, as published
   std::string hostname_;                // this rank's, as published
   std::vector<std::string> hostnames_;  // per global rank, for errors
   std::string iface_;
