@@ -8,8 +8,14 @@
 #       KUBECONFIG and KOROVOD_TESTCLUSTER_DIR are set for it.
 #   korovod_mpi_test(NAME name NP n COMMAND exe args... [LABEL l] [TIMEOUT s])
 #       runs `mpirun -np n --oversubscribe exe args` as one ctest entry (default label integration).
+#   korovod_tests_left_out(WHY why TESTS name...)
+#       notes tests this configuration does not register (no MPI, no operator); the top
+#       CMakeLists.txt prints them in one STATUS line per reason after every folder is read.
 
 set(KOROVOD_TESTCLUSTER_DIR ${CMAKE_BINARY_DIR}/testcluster)
+# Why korovod_tests_left_out drops the tests that need MPI (no korovod_mpi target); no ";" in a
+# reason (a CMake list separator).
+set(KOROVOD_NO_MPI_WHY "no MPI found: they run under mpirun or load libkorovod_mpi.so, install MPI: scripts/setup")
 
 function(korovod_unit_test)
   cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS" ${ARGN})
@@ -30,6 +36,29 @@ function(korovod_cluster_test)
   set_tests_properties(${T_NAME} PROPERTIES
     LABELS integration TIMEOUT ${T_TIMEOUT} FIXTURES_REQUIRED kube_cluster
     ENVIRONMENT "KUBECONFIG=${KOROVOD_TESTCLUSTER_DIR}/kubeconfig;KOROVOD_TESTCLUSTER_DIR=${KOROVOD_TESTCLUSTER_DIR};KOROVOD_BIN_DIR=${CMAKE_BINARY_DIR}/bin;KOROVOD_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+endfunction()
+
+function(korovod_tests_left_out)
+  cmake_parse_arguments(T "" "WHY" "TESTS" ${ARGN})
+  get_property(reasons GLOBAL PROPERTY KOROVOD_TESTS_LEFT_OUT_REASONS)
+  list(FIND reasons "${T_WHY}" index)
+  if(index EQUAL -1)  # a new reason: the next index
+    list(LENGTH reasons index)
+    set_property(GLOBAL APPEND PROPERTY KOROVOD_TESTS_LEFT_OUT_REASONS "${T_WHY}")
+  endif()
+  set_property(GLOBAL APPEND PROPERTY KOROVOD_TESTS_LEFT_OUT_${index} ${T_TESTS})
+endfunction()
+
+# Once, from the top CMakeLists.txt: one line per reason, naming the tests left out.
+function(korovod_report_tests_left_out)
+  get_property(reasons GLOBAL PROPERTY KOROVOD_TESTS_LEFT_OUT_REASONS)
+  set(index 0)
+  foreach(why IN LISTS reasons)
+    get_property(tests GLOBAL PROPERTY KOROVOD_TESTS_LEFT_OUT_${index})
+    list(JOIN tests " " tests)
+    message(STATUS "korovod tests left out (${why}): ${tests}")
+    math(EXPR index "${index} + 1")
+  endforeach()
 endfunction()
 
 find_program(KOROVOD_MPIEXEC NAMES mpirun mpiexec)
