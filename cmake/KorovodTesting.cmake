@@ -2,6 +2,9 @@
 #
 #   korovod_unit_test(NAME name SOURCES a.cc b.cc LIBS lib...)
 #       a GoogleTest binary; each TEST() becomes a ctest entry labelled `unit`.
+#   korovod_process_test(NAME name SOURCES a.cc b.cc LIBS lib...)
+#       the same for GoogleTest cases that start real processes (one ctest entry per TEST(),
+#       labelled `integration`): they live with the integration tests, not beside the code.
 #   korovod_cluster_test(NAME name SOURCES ... LIBS ... [TIMEOUT s])
 #       a GoogleTest binary run once as one ctest entry labelled `integration`, against the real
 #       control plane started by the `kube_cluster` fixture (tests/cluster/testcluster);
@@ -17,12 +20,23 @@ set(KOROVOD_TESTCLUSTER_DIR ${CMAKE_BINARY_DIR}/testcluster)
 # reason (a CMake list separator).
 set(KOROVOD_NO_MPI_WHY "no MPI found: they run under mpirun or load libkorovod_mpi.so, install MPI: scripts/setup")
 
+# A GoogleTest binary whose TEST()s become ctest entries <name>.<Suite>.<Test> labelled `label`.
+function(_korovod_gtest name label)
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main korovod_warnings)
+  gtest_discover_tests(${name} TEST_PREFIX "${name}." PROPERTIES LABELS ${label} TIMEOUT 120
+                       DISCOVERY_TIMEOUT 60)
+endfunction()
+
 function(korovod_unit_test)
   cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS" ${ARGN})
-  add_executable(${T_NAME} ${T_SOURCES})
-  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main korovod_warnings)
-  gtest_discover_tests(${T_NAME} TEST_PREFIX "${T_NAME}." PROPERTIES LABELS unit TIMEOUT 120
-                       DISCOVERY_TIMEOUT 60)
+  _korovod_gtest(${T_NAME} unit SOURCES ${T_SOURCES} LIBS ${T_LIBS})
+endfunction()
+
+function(korovod_process_test)
+  cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS" ${ARGN})
+  _korovod_gtest(${T_NAME} integration SOURCES ${T_SOURCES} LIBS ${T_LIBS})
 endfunction()
 
 function(korovod_cluster_test)

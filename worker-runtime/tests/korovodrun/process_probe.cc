@@ -32,9 +32,4 @@ std::string unique_marker() {
   return "korovodrun-test-" + std::to_string(getpid()) + "-" + std::to_string(now.count());
 }
 
-void RecordingSink::write(Stream stream, std::string_view lines) {
-  (stream == Stream::kStdout ? out_ : err_).append(lines);
-  writes_.emplace_back(stream, std::string(lines));
-}
-
 }  // namespace korovod::launcher::testing

@@ -12,6 +12,7 @@
 
 #include "job_signals.h"
 #include "process_probe.h"
+#include "testing/recording_sink.h"
 
 namespace korovod::launcher {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "process_probe.h"
+#include "testing/recording_sink.h"
 
 namespace korovod::launcher {
 namespace {

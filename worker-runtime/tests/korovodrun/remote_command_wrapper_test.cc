@@ -1,5 +1,6 @@
-// The ssh command line, and the remote wrapper run by a local sh (what the remote login shell
-// would run): environment, exit code, and ending the rank when its stdin closes.
+// The remote wrapper run by a local sh (what the remote login shell would run): environment, exit
+// code, and ending the rank when its stdin closes. The ssh command line: tools/korovodrun/
+// remote_command_test.cc.
 #include "remote_command.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 
 #include "job_signals.h"
 #include "process_probe.h"
+#include "testing/recording_sink.h"
 #include "supervisor.h"
 
 namespace korovod::launcher {
@@ -42,20 +44,6 @@ SupervisorOptions quick() {
   o.grace = std::chrono::milliseconds(500);
   o.drain = std::chrono::milliseconds(300);
   return o;
-}
-
-TEST(RemoteCommand, SshFlags) {
-  SshOptions o;
-  EXPECT_EQ(ssh_command("node-b", o, "script"),
-            (std::vector<std::string>{"ssh", "-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no", "-o",
-                                      "BatchMode=yes", "node-b", "script"}));
-  o.port = 2022;
-  o.identity_file = "/k";
-  o.connect_timeout = 30;
-  EXPECT_EQ(ssh_command("node-b", o, "script"),
-            (std::vector<std::string>{"ssh", "-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no", "-o",
-                                      "BatchMode=yes", "-o", "ConnectTimeout=30", "-p", "2022", "-i", "/k", "node-b",
-                                      "script"}));
 }
 
 TEST(RemoteCommand, WrapperRunsInTheDirectoryWithTheEnvironmentAndExitCode) {

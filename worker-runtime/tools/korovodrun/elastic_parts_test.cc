@@ -1,5 +1,6 @@
 // The pure parts of korovodrun's elastic mode: discovery output, host order and changes, round
-// assignment, the blacklist and its cooldown.
+// assignment, the blacklist and its cooldown. The discovery script run as a process:
+// tests/korovodrun/discovery_script_test.cc.
 #include <gtest/gtest.h>
 
 #include "discovery.h"
@@ -38,17 +39,6 @@ TEST(Discovery, BadLineIsNamed) {
   EXPECT_NE(h.status().message().find("line 2 \"b:x\""), std::string::npos) << h.status().message();
   EXPECT_FALSE(parse_discovery_output("a b:1\n", 1).is_ok());
   EXPECT_FALSE(parse_discovery_output("a:0\n", 1).is_ok());
-}
-
-TEST(Discovery, ScriptOutputAndFailure) {
-  ScriptDiscovery ok("echo a:2; echo noise >&2; echo b", 2, {{"PATH", "/usr/bin:/bin"}});
-  Result<std::vector<HostSlots>> h = ok.discover();
-  ASSERT_TRUE(h.is_ok()) << h.status().message();
-  EXPECT_EQ(hosts_text(*h), "a:2,b:2");
-  ScriptDiscovery bad("echo a:1; exit 3", 1, {{"PATH", "/usr/bin:/bin"}});
-  Result<std::vector<HostSlots>> e = bad.discover();
-  ASSERT_FALSE(e.is_ok());
-  EXPECT_NE(e.status().message().find("code 3"), std::string::npos) << e.status().message();
 }
 
 TEST(Discovery, ChangesAreAdditionsAndRemovals) {
