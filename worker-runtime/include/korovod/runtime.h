@@ -70,7 +70,7 @@ struct RuntimeOptions {
   LogSink log_sink;                                        // null = stderr
 };
 
-class RuntimeImpl;
+class CycleDriver;
 
 class Runtime {
  public:
@@ -149,8 +149,8 @@ class Runtime {
   Status stop_timeline();
 
  private:
-  explicit Runtime(std::shared_ptr<RuntimeImpl> impl);
-  std::shared_ptr<RuntimeImpl> impl_;
+  explicit Runtime(std::shared_ptr<CycleDriver> impl);
+  std::shared_ptr<CycleDriver> impl_;
 };
 
 // Build queries (what this library was compiled with).

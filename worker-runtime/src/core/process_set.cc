@@ -10,7 +10,7 @@ namespace {
 // then touches a few cache lines instead of running a control-plane collective, and the slow
 // path's gather and broadcast run as shared-memory allgathers/broadcasts. Every wait of a cycle
 // is then one that notices a dead or stuck peer (shm::Group::wait), which is what lets a waiting
-// caller run cycles itself (RuntimeImpl::drive_cycles). The original channel stays for vectors
+// caller run cycles itself (CycleDriver::drive_cycles). The original channel stays for vectors
 // too long for the control block.
 class DataPlaneControl final : public ControlChannel {
  public:

@@ -1,33 +1,34 @@
-// korovod::Runtime: the public facade; everything happens in RuntimeImpl.
+// korovod::Runtime: the public facade over the cycle driver (core/cycle_driver.h) and its engine
+// (core/engine.h).
 #include "korovod/runtime.h"
 
-#include "core/runtime_impl.h"
+#include "core/cycle_driver.h"
 
 namespace korovod {
 
 Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
   if (!options.transport) return Status::invalid_argument("RuntimeOptions.transport is required");
-  auto impl = std::make_shared<RuntimeImpl>(std::move(options));
+  auto impl = std::make_shared<CycleDriver>(std::move(options));
   KOROVOD_RETURN_IF_ERROR(impl->start());
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
 }
 
-Runtime::Runtime(std::shared_ptr<RuntimeImpl> impl) : impl_(std::move(impl)) {}
+Runtime::Runtime(std::shared_ptr<CycleDriver> impl) : impl_(std::move(impl)) {}
 Runtime::~Runtime() { (void)impl_->shutdown(); }
 
 Status Runtime::shutdown() { return impl_->shutdown(); }
 bool Runtime::is_initialized() const { return impl_->running(); }
-int Runtime::rank() const { return impl_->world().rank; }
-int Runtime::size() const { return impl_->world().size; }
-int Runtime::local_rank() const { return impl_->world().local_rank; }
-int Runtime::local_size() const { return impl_->world().local_size; }
-int Runtime::cross_rank() const { return impl_->world().cross_rank; }
-int Runtime::cross_size() const { return impl_->world().cross_size; }
-bool Runtime::is_homogeneous() const { return impl_->world().homogeneous; }
-int64_t Runtime::elastic_round() const { return impl_->world().elastic_round; }
-std::string Runtime::transport_name() const { return impl_->transport_name(); }
-std::vector<std::string> Runtime::backend_names() const { return impl_->backend_names(); }
-const Config& Runtime::config() const { return impl_->config(); }
+int Runtime::rank() const { return impl_->engine().world().rank; }
+int Runtime::size() const { return impl_->engine().world().size; }
+int Runtime::local_rank() const { return impl_->engine().world().local_rank; }
+int Runtime::local_size() const { return impl_->engine().world().local_size; }
+int Runtime::cross_rank() const { return impl_->engine().world().cross_rank; }
+int Runtime::cross_size() const { return impl_->engine().world().cross_size; }
+bool Runtime::is_homogeneous() const { return impl_->engine().world().homogeneous; }
+int64_t Runtime::elastic_round() const { return impl_->engine().world().elastic_round; }
+std::string Runtime::transport_name() const { return impl_->engine().transport_name(); }
+std::vector<std::string> Runtime::backend_names() const { return impl_->engine().backend_names(); }
+const Config& Runtime::config() const { return impl_->engine().config(); }
 
 Result<Handle> Runtime::enqueue(CollectiveArgs args) { return impl_->enqueue_one(std::move(args)); }
 
@@ -134,38 +135,38 @@ Status Runtime::wait(Handle handle) const { return impl_->wait(handle, std::null
 Status Runtime::wait_for(Handle handle, double timeout_seconds) const {
   return impl_->wait(handle, timeout_seconds);
 }
-Env& Runtime::env() const { return impl_->env(); }
-Result<OpOutput> Runtime::output(Handle handle) const { return impl_->handles().output(handle); }
-void Runtime::release(Handle handle) { impl_->handles().release(handle); }
+Env& Runtime::env() const { return impl_->engine().env(); }
+Result<OpOutput> Runtime::output(Handle handle) const { return impl_->engine().handles().output(handle); }
+void Runtime::release(Handle handle) { impl_->engine().handles().release(handle); }
 
 Result<int> Runtime::add_process_set(std::vector<int> ranks) { return impl_->add_process_set(std::move(ranks)); }
 Status Runtime::remove_process_set(int id) { return impl_->remove_process_set(id); }
-std::vector<int> Runtime::process_set_ids() const { return impl_->process_sets().ids(); }
+std::vector<int> Runtime::process_set_ids() const { return impl_->engine().process_sets().ids(); }
 
 Result<std::vector<int>> Runtime::process_set_ranks(int id) const {
-  auto set = impl_->process_sets().get(id);
+  auto set = impl_->engine().process_sets().get(id);
   if (!set) return Status::invalid_argument("unknown process set " + std::to_string(id));
   return set->ranks;
 }
 
 Result<int> Runtime::process_set_rank(int id) const {
-  auto set = impl_->process_sets().get(id);
+  auto set = impl_->engine().process_sets().get(id);
   if (!set) return Status::invalid_argument("unknown process set " + std::to_string(id));
   return set->set_rank;
 }
 
 Result<int> Runtime::process_set_size(int id) const {
-  auto set = impl_->process_sets().get(id);
+  auto set = impl_->engine().process_sets().get(id);
   if (!set) return Status::invalid_argument("unknown process set " + std::to_string(id));
   return static_cast<int>(set->ranks.size());
 }
 
 Status Runtime::start_timeline(const std::string& path, bool mark_cycles) {
-  return impl_->start_timeline(path, mark_cycles);
+  return impl_->engine().start_timeline(path, mark_cycles);
 }
 
 Status Runtime::stop_timeline() {
-  impl_->stop_timeline();
+  impl_->engine().timeline().stop();
   return Status::ok();
 }
 

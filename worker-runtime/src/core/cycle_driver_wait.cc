@@ -1,4 +1,5 @@
-// Waiting on a handle, and the caller-driven cycles behind it; the event-driven waits.
+// The cycle driver's waits: on a handle, with the caller-driven cycles behind it, and the
+// event-driven waits of the background thread.
 //
 // A negotiation cycle is a collective matched by order across ranks, not by thread, so any one
 // thread of a rank may run the next cycle. A synchronous collective (enqueue, then wait) would
@@ -29,13 +30,13 @@
 // A timed wait returns by its deadline (Python waits in slices so that Ctrl-C gets through): the
 // caller waits for the cycle lock only until then and stops between cycles once it passed; a
 // tensor whose ready event is still not ready then makes it leave the cycle half done
-// (RuntimeImpl::cycle_, resumed at that response by the background thread or the next waiter).
+// (Engine::cycle_, resumed at that response by the background thread or the next waiter).
 // Not cut short: a collective the caller has entered whose peers are late (a round, a data
 // collective) -- it cannot change threads part way; the shared-memory waits bound it by
 // KOROVOD_COLLECTIVE_TIMEOUT_SECONDS.
 #include <chrono>
 
-#include "core/runtime_impl.h"
+#include "core/cycle_driver.h"
 
 namespace korovod {
 namespace {
@@ -53,48 +54,29 @@ double seconds(Steady::duration d) { return std::chrono::duration<double>(d).cou
 
 }  // namespace
 
-bool RuntimeImpl::inline_safe() const {
-  const auto sets = sets_.members_in_id_order();
-  if (sets.empty()) return false;
-  for (const auto& set : sets) {
-    if (!set->control_on_data_plane) return false;
-  }
-  return !device_tensors_seen_.load();
-}
-
-Backend* RuntimeImpl::find_idle_plane() const {
-  // Every cycle starts with the global set's round, so a rank that starts one rings everyone
-  // there -- as long as that round runs on the plane's bit-vector allreduce, not the original
-  // control channel (a cache too large for the control block).
-  const auto global = sets_.get(kGlobalProcessSet);
-  if (!global || !global->member() || !global->control_on_data_plane) return nullptr;
-  Backend* plane = global->backend_for(kCpuDevice);
-  const size_t words = 1 + (static_cast<size_t>(std::max(config_.cache_capacity, 0)) + 63) / 64;
-  return plane && plane->offers_idle_wait() && words <= plane->bits_allreduce_words() ? plane : nullptr;
-}
-
-Steady::duration RuntimeImpl::stall_recheck() const {
+Steady::duration CycleDriver::stall_recheck() const {
   // With tensors waiting for other ranks, a cycle this often anyway: the coordinator's own
   // period for looking at stalls (Coordinator::stall_check_due), at most a second.
+  const Config& config = engine_.config();
   double period = 1.0;
-  if (config_.stall_check_enabled) {
-    period = std::min(period, config_.stall_warning_seconds / 4);
-    if (config_.stall_shutdown_seconds > 0) period = std::min(period, config_.stall_shutdown_seconds / 4);
+  if (config.stall_check_enabled) {
+    period = std::min(period, config.stall_warning_seconds / 4);
+    if (config.stall_shutdown_seconds > 0) period = std::min(period, config.stall_shutdown_seconds / 4);
   }
   return std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(std::max(period, 1e-3)));
 }
 
-bool RuntimeImpl::has_news() const {
-  return work_queued_.load() || params_pending_.load() || sets_.change_pending();
+bool CycleDriver::has_news() const {
+  return work_queued_.load() || engine_.has_news();
 }
 
-bool RuntimeImpl::cycle_worth_running(Backend& plane) {
-  if (cycle_ || plane.control_round_pending()) return true;  // cycle_: one left half done
+bool CycleDriver::cycle_worth_running(Backend& plane) {
+  if (engine_.cycle_in_progress() || plane.control_round_pending()) return true;  // one left half done
   MutexLock lock(state_mu_);
-  return has_news() || (!engine_idle_ && env_->now() >= last_cycle_start_ + stall_recheck());
+  return has_news() || (!engine_idle_ && env_.now() >= last_cycle_start_ + stall_recheck());
 }
 
-void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
+void CycleDriver::wait_for_news(Backend& plane, Steady::duration cycle) {
   MutexLock lock(state_mu_);
   while (!shutdown_requested_.load() && !loop_done_) {
     const uint64_t token = plane.idle_token();  // before looking: whatever comes later rings
@@ -104,7 +86,7 @@ void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
       // that come after the caller stopped; one the caller has yet to answer would cut that
       // sleep short at once, so meanwhile look again every cycle time.
       if (plane.control_round_pending()) {
-        env_->wait_for(state_cv_, lock, cycle);
+        env_.wait_for(state_cv_, lock, cycle);
       } else {
         lock.unlock();
         plane.idle_wait(token, seconds(kIdleRecheck));
@@ -113,7 +95,7 @@ void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
       continue;
     }
     if (cycle_suspended_) return;  // a caller left a cycle half done: carry on with it at once
-    const auto now = env_->now();
+    const auto now = env_.now();
     if (has_news()) {
       // As on the timer: an idle engine starts at once for new work (but leaves a caller that
       // will run it inline a cycle time first, so a burst of tensors is not split -- even when
@@ -124,7 +106,7 @@ void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
                          : inline_possible_ && !wake_now_ ? news_since_ + cycle
                                                            : now;
       if (now >= start) return;
-      env_->wait_until(state_cv_, lock, start);
+      env_.wait_until(state_cv_, lock, start);
       continue;
     }
     if (plane.control_round_pending()) return;  // another rank waits in a round for this one
@@ -140,19 +122,20 @@ void RuntimeImpl::wait_for_news(Backend& plane, Steady::duration cycle) {
   }
 }
 
-Result<bool> RuntimeImpl::poll(Handle handle) {
+Result<bool> CycleDriver::poll(Handle handle) {
   CallerInside inside(*this);
-  Result<bool> done = handles_.poll(handle);
+  Result<bool> done = engine_.handles().poll(handle);
   if (done.is_ok() && !*done) wake_background();
   return done;
 }
 
-Status RuntimeImpl::wait(Handle handle, std::optional<double> timeout_seconds) {
+Status CycleDriver::wait(Handle handle, std::optional<double> timeout_seconds) {
   // A fused response completes all its handles at once, so after the first wait of a step the
   // others are usually done already: one lock, no cycle driving, no clock read.
-  if (std::optional<Status> finished = handles_.finished_status(handle)) return *std::move(finished);
-  const auto deadline = timeout_seconds ? env_->deadline_after_seconds(*timeout_seconds) : Steady::time_point::max();
-  if (config_.inline_cycles && cycle_owner_.load() != std::this_thread::get_id()) {
+  HandleTable& handles = engine_.handles();
+  if (std::optional<Status> finished = handles.finished_status(handle)) return *std::move(finished);
+  const auto deadline = timeout_seconds ? env_.deadline_after_seconds(*timeout_seconds) : Steady::time_point::max();
+  if (engine_.config().inline_cycles && cycle_owner_.load() != std::this_thread::get_id()) {
     CallerInside inside(*this);
     drive_cycles(handle, deadline);
   }
@@ -165,16 +148,16 @@ Status RuntimeImpl::wait(Handle handle, std::optional<double> timeout_seconds) {
   }
   if (exited) {
     const Status fatal = fatal_error();
-    handles_.complete(handle, fatal.is_ok() ? Status::aborted("korovod has been shut down: another rank's shutdown "
+    handles.complete(handle, fatal.is_ok() ? Status::aborted("korovod has been shut down: another rank's shutdown "
                                                               "ended the engine before this operation ran")
                                             : fatal);
   }
-  if (!timeout_seconds) return handles_.wait(handle, std::nullopt);
-  const double left = std::chrono::duration<double>(deadline - env_->now()).count();
-  return handles_.wait(handle, left > 0 ? left : 0.0);
+  if (!timeout_seconds) return handles.wait(handle, std::nullopt);
+  const double left = std::chrono::duration<double>(deadline - env_.now()).count();
+  return handles.wait(handle, left > 0 ? left : 0.0);
 }
 
-void RuntimeImpl::drive_cycles(Handle handle, Steady::time_point deadline) {
+void CycleDriver::drive_cycles(Handle handle, Steady::time_point deadline) {
   {
     MutexLock lock(state_mu_);
     if (inline_driving_ || loop_done_ || loop_exited_ || !running_.load()) return;
@@ -185,12 +168,12 @@ void RuntimeImpl::drive_cycles(Handle handle, Steady::time_point deadline) {
   // Bounded by the caller's deadline: the background thread may be in a long cycle (a ready
   // event not ready yet, a peer that is slow to join).
   if (inline_possible_.load() && lock_cycle_until(deadline)) {
-    TimedMutexLock cycle(cycle_mu_, std::adopt_lock);
+    TimedMutexLock cycle(engine_.cycle_mu_, std::adopt_lock);
     Backend* plane = idle_plane_.load();
     for (int n = 0;; ++n) {
-      Result<bool> done = handles_.poll(handle);
+      Result<bool> done = engine_.handles().poll(handle);
       pending = done.is_ok() && !*done;
-      const auto now = env_->now();
+      const auto now = env_.now();
       // inline_possible_: a device tensor came meanwhile; from now on the background thread
       // runs the cycles (see inline_safe()).
       if (!pending || loop_done() || shutdown_requested_.load() || now >= deadline || !inline_possible_.load()) break;
@@ -210,7 +193,7 @@ void RuntimeImpl::drive_cycles(Handle handle, Steady::time_point deadline) {
       suspended = end == CycleEnd::kSuspended;
       if (end != CycleEnd::kDone) break;
     }
-    Result<bool> done = handles_.poll(handle);
+    Result<bool> done = engine_.handles().poll(handle);
     pending = done.is_ok() && !*done;
   }
   {

@@ -1,4 +1,5 @@
-// The caller-side half of the engine: validating and queueing operations, process-set changes.
+// The caller's side of the engine: validating and queueing operations, checking process-set
+// changes. The CycleDriver calls these once it has checked the engine is running.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -6,7 +7,7 @@
 #include <cctype>
 #include <numeric>
 
-#include "core/runtime_impl.h"
+#include "core/engine.h"
 
 namespace korovod {
 namespace {
@@ -77,8 +78,8 @@ Status validate_args(const CollectiveArgs& a, int set_size) {
 
 }  // namespace
 
-Status RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet& set, Handle handle, int group_id,
-                               int group_size, TensorEntry& e) {
+Status Engine::make_entry(CollectiveArgs& a, const ProcessSet& set, Handle handle, int group_id, int group_size,
+                          TensorEntry& e) {
   if (a.type == RequestType::kJoin) a.name = "join";
   if (a.type == RequestType::kBarrier) a.name = "barrier";
   if (a.name.empty()) a.name = default_name(a.type, handle);
@@ -89,11 +90,9 @@ Status RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet& set, Handle 
   r.dtype = a.input.dtype;
   r.name = std::move(a.name);  // validated above; errors below name r.name
   r.device = a.input.device;
-  if (r.device != kCpuDevice && !device_tensors_seen_.exchange(true)) {
-    // A device collective may block in NCCL, which no shared-memory wait can give up on: from
-    // now on only the background thread runs cycles (see runtime_drive.cc).
-    inline_possible_ = false;
-  }
+  // A device collective may block in NCCL, which no shared-memory wait can give up on: from now
+  // on only the background thread runs cycles (the driver reads this after the enqueue).
+  if (r.device != kCpuDevice && !device_tensors_seen_.load(std::memory_order_relaxed)) device_tensors_seen_ = true;
   // The request takes the input's shape rather than a copy (an allocation per tensor): only
   // alltoall's algorithm reads OpEntry::input.shape, so only alltoall keeps it there too.
   if (a.type == RequestType::kAlltoall) {
@@ -122,11 +121,9 @@ Status RuntimeImpl::make_entry(CollectiveArgs& a, const ProcessSet& set, Handle 
   return Status::ok();
 }
 
-Result<ProcessSet*> RuntimeImpl::set_for_enqueue(int set_id, std::shared_ptr<ProcessSet>& hold) {
-  if (has_fatal_.load(std::memory_order_acquire)) return fatal_error();  // no lock per tensor otherwise
-  if (!running_) return Status::aborted("korovod is not running (shut down or not initialised)");
-  // The global set lives as long as the engine runs (shutdown waits for callers inside):
-  // no table lock and no reference count per tensor for it.
+Result<ProcessSet*> Engine::set_for_enqueue(int set_id, std::shared_ptr<ProcessSet>& hold) {
+  // The global set lives as long as the engine runs: no table lock and no reference count per
+  // tensor for it.
   ProcessSet* set = set_id == kGlobalProcessSet ? global_set_.get() : nullptr;
   if (!set) {
     hold = sets_.get(set_id);
@@ -139,31 +136,20 @@ Result<ProcessSet*> RuntimeImpl::set_for_enqueue(int set_id, std::shared_ptr<Pro
   return set;
 }
 
-Result<Handle> RuntimeImpl::enqueue_one(CollectiveArgs&& args) {
-  CallerInside inside(*this);  // note_work may ring the global set's plane
-  std::shared_ptr<ProcessSet> hold;
-  Result<ProcessSet*> set = set_for_enqueue(args.process_set, hold);
-  if (!set.is_ok()) return set.status();
+Result<Handle> Engine::enqueue_one(ProcessSet& set, CollectiveArgs&& args) {
   const Handle h = handles_.create(std::move(args.on_done));
   TensorEntry e;
-  Status st = make_entry(args, **set, h, -1, 1, e);
-  if (st.is_ok()) st = (*set)->queue.add(std::move(e));
+  Status st = make_entry(args, set, h, -1, 1, e);
+  if (st.is_ok()) st = set.queue.add(std::move(e));
   if (!st.is_ok()) {
     handles_.release(h);
     return st;
   }
-  note_work();
   return h;
 }
 
-Result<std::vector<Handle>> RuntimeImpl::enqueue(std::vector<CollectiveArgs> args) {
-  CallerInside inside(*this);  // note_work may ring the global set's plane
-  if (args.empty()) return std::vector<Handle>{};
-  const int set_id = args[0].process_set;
-  std::shared_ptr<ProcessSet> hold;
-  Result<ProcessSet*> found = set_for_enqueue(set_id, hold);
-  if (!found.is_ok()) return found.status();
-  ProcessSet& set = **found;
+Result<std::vector<Handle>> Engine::enqueue(ProcessSet& set, std::vector<CollectiveArgs> args) {
+  const int set_id = set.id;
   const int group_size = static_cast<int>(args.size());
   const int group_id = group_size > 1 ? set.next_group_id++ : -1;
   std::vector<TensorEntry> entries;
@@ -182,18 +168,10 @@ Result<std::vector<Handle>> RuntimeImpl::enqueue(std::vector<CollectiveArgs> arg
     if (Status st = make_entry(a, set, h, group_id, group_size, entries.back()); !st.is_ok()) return refuse(st);
   }
   if (Status st = set.queue.add(std::move(entries)); !st.is_ok()) return refuse(st);
-  note_work();
   return handles;
 }
 
-void RuntimeImpl::wake_for_set_change() {
-  // A cycle of the global set carries it (event mode: nothing else would start one).
-  CallerInside inside(*this);
-  if (running_.load()) ring_engine();
-}
-
-Result<int> RuntimeImpl::add_process_set(std::vector<int> ranks) {
-  KOROVOD_RETURN_IF_ERROR(fatal_error());
+Status Engine::check_new_process_set(std::vector<int>& ranks) const {
   if (!config_.dynamic_process_sets) {
     return Status::invalid_argument("dynamic process sets need KOROVOD_DYNAMIC_PROCESS_SETS=1");
   }
@@ -205,29 +183,16 @@ Result<int> RuntimeImpl::add_process_set(std::vector<int> ranks) {
   if (auto existing = sets_.added_set_with(ranks)) {
     return Status::invalid_argument(fmt::format("a process set with these ranks exists (id {})", *existing));
   }
-  if (!running_) return Status::aborted("korovod is not running");
-  SetChange change;
-  change.add = true;
-  change.ranks = std::move(ranks);
-  std::future<Result<int>> done = sets_.submit_change(std::move(change));
-  wake_for_set_change();
-  return done.get();
+  return Status::ok();
 }
 
-Status RuntimeImpl::remove_process_set(int id) {
-  KOROVOD_RETURN_IF_ERROR(fatal_error());
+Status Engine::check_removable_process_set(int id) const {
   if (!config_.dynamic_process_sets) {
     return Status::invalid_argument("dynamic process sets need KOROVOD_DYNAMIC_PROCESS_SETS=1");
   }
   if (id == kGlobalProcessSet) return Status::invalid_argument("the global process set cannot be removed");
   if (!sets_.get(id)) return Status::invalid_argument(fmt::format("unknown process set {}", id));
-  if (!running_) return Status::aborted("korovod is not running");
-  SetChange change;
-  change.add = false;
-  change.id = id;
-  std::future<Result<int>> done = sets_.submit_change(std::move(change));
-  wake_for_set_change();
-  return done.get().status();
+  return Status::ok();
 }
 
 }  // namespace korovod
