@@ -1,8 +1,9 @@
 // An Env whose time moves only when the test says (advance): timeouts are tested without
 // waiting for them; its files are strings (file(path)), and paths under /unwritable fail; its
-// host is the one the test names, so threads of one process pose as ranks on several hosts. Its waits block in real time for at most kPoll and then return as a
-// spurious wake-up, so the waiting code re-checks its condition and the fake time; a test
-// moves the time and then waits (in real time) for the code to react.
+// host is the one the test names, so threads of one process pose as ranks on several hosts.
+// Its waits block in real time for at most kPoll and then return as a spurious wake-up, so the
+// waiting code re-checks its condition and the fake time; a test moves the time and then waits
+// (in real time) for the code to react.
 #pragma once
 
 #include <atomic>

@@ -31,6 +31,27 @@ EnvMap env_for(int rank, int size, int port) {
           {"KOROVOD_HOST_ID", rank < 2 ? "host-a" : "host-b"}, {"KOROVOD_START_TIMEOUT", "10"}};
 }
 
+// What went wrong on which rank, collected from the rank threads.
+class RankFailures {
+ public:
+  void add(int rank, const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lines_.push_back(fmt::format("rank {}: {}", rank, what));
+  }
+  bool empty() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lines_.empty();
+  }
+  std::string all() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fmt::format("{}", fmt::join(lines_, "\n"));
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
 Config tcp_config() {
   Config c;
   c.cpu_operations = "tcp";
@@ -58,28 +79,23 @@ TEST(TcpWorld, ParsesLauncherEnvironmentAndNamesWhatIsMissing) {
 
 TEST(TcpRuntime, FourRanksOnTwoForcedHostsRunCollectives) {
   const int n = 4, port = free_port();
-  std::mutex mu;
-  std::vector<std::string> failures;
-  auto fail = [&](int rank, const std::string& what) {
-    std::lock_guard<std::mutex> lock(mu);
-    failures.push_back(fmt::format("rank {}: {}", rank, what));
-  };
+  RankFailures failures;
   testing::run_ranks(n, [&](int rank) {
     Result<TcpWorldConfig> world = parse_tcp_world(env_for(rank, n, port));
     Result<RuntimeOptions> options = world.is_ok() ? tcp_runtime_options(tcp_config(), *world)
                                                    : Result<RuntimeOptions>(world.status());
-    if (!options.is_ok()) return fail(rank, options.status().to_string());
+    if (!options.is_ok()) return failures.add(rank, options.status().to_string());
     Result<std::unique_ptr<Runtime>> rt = Runtime::create(std::move(options).value());
-    if (!rt.is_ok()) return fail(rank, rt.status().to_string());
+    if (!rt.is_ok()) return failures.add(rank, rt.status().to_string());
     Runtime& r = **rt;
     std::vector<std::string> cpu_planes = r.backend_names();  // NCCL first in an NCCL build (GPU tensors)
     if (!cpu_planes.empty() && cpu_planes.front() == "NCCL") cpu_planes.erase(cpu_planes.begin());
     if (r.transport_name() != "TCP" || cpu_planes != std::vector<std::string>{"TCP"}) {
-      fail(rank, fmt::format("planes {} / {}", r.transport_name(), fmt::join(r.backend_names(), ",")));
+      failures.add(rank, fmt::format("planes {} / {}", r.transport_name(), fmt::join(r.backend_names(), ",")));
     }
     if (r.local_rank() != rank % 2 || r.local_size() != 2 || r.cross_rank() != rank / 2 || r.cross_size() != 2) {
-      fail(rank, fmt::format("topology local {}/{} cross {}/{}", r.local_rank(), r.local_size(), r.cross_rank(),
-                             r.cross_size()));
+      failures.add(rank, fmt::format("topology local {}/{} cross {}/{}", r.local_rank(), r.local_size(),
+                                     r.cross_rank(), r.cross_size()));
     }
     // Sum of (rank + 1) * (i + 1) over ranks: 10 * (i + 1), exact in float32.
     std::vector<float> x(100003);
@@ -87,29 +103,33 @@ TEST(TcpRuntime, FourRanksOnTwoForcedHostsRunCollectives) {
     TensorView v{x.data(), DataType::kFloat32, {static_cast<int64_t>(x.size())}, kCpuDevice};
     Result<Handle> h = r.allreduce("grad", v, v, ReduceOp::kSum);
     Status s = h.is_ok() ? r.wait(*h) : h.status();
-    if (!s.is_ok()) return fail(rank, "allreduce: " + s.to_string());
+    if (!s.is_ok()) return failures.add(rank, "allreduce: " + s.to_string());
     for (size_t i = 0; i < x.size(); ++i) {
-      if (x[i] != static_cast<float>(10 * (i % 7 + 1))) return fail(rank, fmt::format("allreduce[{}] = {}", i, x[i]));
+      if (x[i] != static_cast<float>(10 * (i % 7 + 1))) {
+        return failures.add(rank, fmt::format("allreduce[{}] = {}", i, x[i]));
+      }
     }
     std::vector<int32_t> b(5, rank == 2 ? 77 : rank);
     TensorView bv{b.data(), DataType::kInt32, {5}, kCpuDevice};
     h = r.broadcast("b", bv, 2);
     s = h.is_ok() ? r.wait(*h) : h.status();
-    if (!s.is_ok() || b != std::vector<int32_t>(5, 77)) fail(rank, "broadcast: " + s.to_string());
+    if (!s.is_ok() || b != std::vector<int32_t>(5, 77)) failures.add(rank, "broadcast: " + s.to_string());
     std::vector<int64_t> mine(static_cast<size_t>(rank + 1), rank);
     h = r.allgather("g", TensorView{mine.data(), DataType::kInt64, {rank + 1}, kCpuDevice});
     s = h.is_ok() ? r.wait(*h) : h.status();
     Result<OpOutput> out = s.is_ok() ? r.output(*h) : Result<OpOutput>(s);
-    if (!out.is_ok() || out->shape != std::vector<int64_t>{10}) return fail(rank, "allgather: " + s.to_string());
+    if (!out.is_ok() || out->shape != std::vector<int64_t>{10}) {
+      return failures.add(rank, "allgather: " + s.to_string());
+    }
     const auto* g = static_cast<const int64_t*>(out->data);
     for (int i = 0, k = 0; i < n; ++i) {
       for (int j = 0; j <= i; ++j, ++k) {
-        if (g[k] != i) fail(rank, fmt::format("allgather[{}] = {}", k, g[k]));
+        if (g[k] != i) failures.add(rank, fmt::format("allgather[{}] = {}", k, g[k]));
       }
     }
-    if (!r.shutdown().is_ok()) fail(rank, "shutdown");
+    if (!r.shutdown().is_ok()) failures.add(rank, "shutdown");
   });
-  EXPECT_TRUE(failures.empty()) << fmt::format("{}", fmt::join(failures, "\n"));
+  EXPECT_TRUE(failures.empty()) << failures.all();
 }
 
 // Without KOROVOD_HOST_ID each rank's Env names its machine (Env::host): four threads of this
@@ -126,12 +146,7 @@ TEST(TcpRuntime, TheEnvsHostGroupsRanksIntoHostsAndNamesThem) {
   for (const Layout& layout : layouts) {
     SCOPED_TRACE(layout.label);
     const int n = 4, port = free_port();
-    std::mutex mu;
-    std::vector<std::string> failures;
-    auto fail = [&](int rank, const std::string& what) {
-      std::lock_guard<std::mutex> lock(mu);
-      failures.push_back(fmt::format("rank {}: {}", rank, what));
-    };
+    RankFailures failures;
     testing::run_ranks(n, [&](int rank) {
       EnvMap launcher = env_for(rank, n, port);
       launcher.erase("KOROVOD_HOST_ID");
@@ -139,29 +154,29 @@ TEST(TcpRuntime, TheEnvsHostGroupsRanksIntoHostsAndNamesThem) {
       Result<TcpWorldConfig> world = parse_tcp_world(launcher);
       Result<RuntimeOptions> options = world.is_ok() ? tcp_runtime_options(tcp_config(), *world, {}, env)
                                                      : Result<RuntimeOptions>(world.status());
-      if (!options.is_ok()) return fail(rank, options.status().to_string());
+      if (!options.is_ok()) return failures.add(rank, options.status().to_string());
       const std::shared_ptr<TransportProvider> transport = options->transport;
       Result<std::unique_ptr<Runtime>> rt = Runtime::create(std::move(options).value());
-      if (!rt.is_ok()) return fail(rank, rt.status().to_string());
+      if (!rt.is_ok()) return failures.add(rank, rt.status().to_string());
       Runtime& r = **rt;
-      if (&r.env() != env.get()) fail(rank, "the runtime does not run on the Env the start path was given");
+      if (&r.env() != env.get()) failures.add(rank, "the runtime does not run on the Env the start path was given");
       if (r.local_rank() != rank % 2 || r.local_size() != 2 || r.cross_rank() != rank / 2 || r.cross_size() != 2) {
-        fail(rank, fmt::format("topology local {}/{} cross {}/{}", r.local_rank(), r.local_size(), r.cross_rank(),
-                               r.cross_size()));
+        failures.add(rank, fmt::format("topology local {}/{} cross {}/{}", r.local_rank(), r.local_size(),
+                                       r.cross_rank(), r.cross_size()));
       }
       for (int peer = 0; peer < n; ++peer) {
         const std::string& host = (peer < 2 ? layout.first : layout.second).hostname;
         const std::string name = transport->rank_name(peer);
-        if (name.find(host) == std::string::npos) fail(rank, fmt::format("rank {} is called {:?}", peer, name));
+        if (name.find(host) == std::string::npos) failures.add(rank, fmt::format("rank {} is called {:?}", peer, name));
       }
       std::vector<int32_t> x(7, rank + 1);
       TensorView v{x.data(), DataType::kInt32, {7}, kCpuDevice};
       Result<Handle> h = r.allreduce("x", v, v, ReduceOp::kSum);
       Status s = h.is_ok() ? r.wait(*h) : h.status();
-      if (!s.is_ok() || x != std::vector<int32_t>(7, 10)) fail(rank, "allreduce: " + s.to_string());
-      if (!r.shutdown().is_ok()) fail(rank, "shutdown");
+      if (!s.is_ok() || x != std::vector<int32_t>(7, 10)) failures.add(rank, "allreduce: " + s.to_string());
+      if (!r.shutdown().is_ok()) failures.add(rank, "shutdown");
     });
-    EXPECT_TRUE(failures.empty()) << fmt::format("{}", fmt::join(failures, "\n"));
+    EXPECT_TRUE(failures.empty()) << failures.all();
   }
 }
 
@@ -196,8 +211,7 @@ TEST(TcpRuntime, RanksWithTheJobSecretComputeWhileTheStoreIsAttacked) {
   std::atomic<bool> stop{false};
   std::atomic<int> attempts{0};
   std::thread intruder([&] { attack_store(port, stop, attempts); });
-  std::mutex mu;
-  std::vector<std::string> failures;
+  RankFailures failures;
   testing::run_ranks(n, [&](int rank) {
     EnvMap env = env_for(rank, n, port);
     env["KOROVOD_JOB_SECRET"] = "the-secret-every-rank-of-this-job-has";
@@ -220,12 +234,11 @@ TEST(TcpRuntime, RanksWithTheJobSecretComputeWhileTheStoreIsAttacked) {
     } else {
       failure = rt.status().to_string();
     }
-    std::lock_guard<std::mutex> lock(mu);
-    if (!failure.empty()) failures.push_back(fmt::format("rank {}: {}", rank, failure));
+    if (!failure.empty()) failures.add(rank, failure);
   });
   stop = true;
   intruder.join();
-  EXPECT_TRUE(failures.empty()) << fmt::format("{}", fmt::join(failures, "\n"));
+  EXPECT_TRUE(failures.empty()) << failures.all();
   EXPECT_GT(attempts.load(), 4) << "the intruder never got at the store";
 }
 
