@@ -124,7 +124,7 @@ std::vector<std::string> built_names(const EnvMap& env, std::shared_ptr<BackendP
   auto world = std::make_shared<fake::FakeWorld>(2);
   auto transport = std::make_shared<fake::FakeTransportProvider>(world, 0);
   Result<std::vector<std::shared_ptr<BackendProvider>>> built =
-      build_data_planes(config_from(env), ControlPlane::over_mpi(transport, std::move(mpi_backends), "host-a", {"machine", "boot"}));
+      build_data_planes(config_from(env), ControlPlane::over_mpi(transport, std::move(mpi_backends), "host-a", {"machine", "boot"}, nullptr));
   if (!built.is_ok()) return {"error: " + built.status().message()};
   std::vector<std::string> names;
   for (const auto& p : *built) names.push_back(p->name());

@@ -29,7 +29,7 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
   Result<std::vector<std::shared_ptr<BackendProvider>>> backends = build_data_planes(
       options.config,
       ControlPlane::over_mpi(transport, std::make_shared<mpi::MpiBackendProvider>(*ctx), options.config.host_id,
-                             options.env->host()));
+                             options.env->host(), options.env));
   if (!backends.is_ok()) return backends.status();
   options.backends = std::move(backends).value();
   options.process_sets = std::move(process_sets);

@@ -60,8 +60,13 @@ bool process_alive(pid_t pid) {
 }  // namespace
 
 Group::Group(int rank, std::vector<Segment> segments, std::vector<pid_t> pids, Geometry geometry,
-             std::vector<std::string> names)
-    : rank_(rank), segments_(std::move(segments)), pids_(std::move(pids)), geometry_(geometry), names_(std::move(names)) {
+             std::vector<std::string> names, std::shared_ptr<const Clock> clock)
+    : rank_(rank),
+      segments_(std::move(segments)),
+      pids_(std::move(pids)),
+      geometry_(geometry),
+      names_(std::move(names)),
+      clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()) {
   pidfds_.assign(pids_.size(), -1);
   for (size_t r = 0; r < pids_.size(); ++r) {
     if (static_cast<int>(r) != rank_) pidfds_[r] = static_cast<int>(syscall(SYS_pidfd_open, pids_[r], 0));
@@ -117,7 +122,7 @@ Status Group::check_peers(int waited_for, Counter c, uint64_t target) {
     return Status::aborted(fmt::format("shared-memory collective: {} failed (waiting for {})", name(r),
                                        name(waited_for)));
   }
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_->now();
   if (now < next_liveness_check_) return Status::ok();
   next_liveness_check_ = now + kLivenessPeriod;
   // Only the rank we wait for: a peer that already has everything it needs may legitimately be
@@ -163,7 +168,7 @@ Status Group::wait(int rank, Counter c, uint64_t target) {
     std::atomic<int>& w;
     ~NotWaiting() { w.store(-1, std::memory_order_seq_cst); }
   } not_waiting{waiting_for_};
-  const Steady::time_point slow_since = Steady::now();
+  const Steady::time_point slow_since = clock_->now();
   Steady::time_point give_up = Steady::time_point::max();
   if (geometry_.wait_timeout_seconds > 0) {
     give_up = slow_since + std::chrono::duration_cast<Steady::duration>(
@@ -182,7 +187,7 @@ Status Group::wait(int rank, Counter c, uint64_t target) {
             "{}: shared-memory collective: lost {} (pid {}): it did not arrive (alive but "
             "stopped or stuck)", why_, name(rank), pids_[rank]));
       }
-      now = Steady::now();
+      now = clock_->now();
       if (now >= give_up && word.load(std::memory_order_acquire) < target) {
         failed_ = true;
         abort_all(rank);
@@ -277,7 +282,7 @@ void Group::sleep_idle(uint64_t seen, double timeout_seconds) {
   using Steady = std::chrono::steady_clock;
   const Segment& mine = segments_[rank_];
   const Steady::time_point until =
-      Steady::now() + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(timeout_seconds));
+      clock_->now() + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(timeout_seconds));
   // Counted among the sleepers first, then the checks: a peer that posts a control round after
   // them sees the count and rings; one that posted before is seen by control_round_pending.
   mine.sleepers(Counter::kIdleBell).fetch_add(1, std::memory_order_seq_cst);
@@ -286,7 +291,7 @@ void Group::sleep_idle(uint64_t seen, double timeout_seconds) {
   // otherwise learn of it only at its next stall check, up to a second later.
   for (;;) {
     if (bell() != seen || control_round_pending()) break;
-    const Steady::time_point now = Steady::now();
+    const Steady::time_point now = clock_->now();
     if (now >= until) break;
     futex_wait(mine.futex_word(Counter::kIdleBell), static_cast<uint32_t>(seen),
                std::min<Steady::duration>(until - now, kIdleLivenessPeriod));

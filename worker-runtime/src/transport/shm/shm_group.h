@@ -12,9 +12,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "korovod/clock.h"
 #include "transport/shm/shm_segment.h"
 #include "transport/shm/store_chooser.h"
 
@@ -42,8 +44,11 @@ struct Geometry {
 class Group {
  public:
   // names[r]: what errors call set rank r ("rank 5 on host a"); empty = "rank r of the process set".
+  // `clock` (null = the system's) times the wait bound, the liveness looks and the idle sleep:
+  // the runtime's Env. The futex sleeps themselves are real, in slices of at most 100 ms, each
+  // followed by a look at the clock.
   Group(int rank, std::vector<Segment> segments, std::vector<pid_t> pids, Geometry geometry,
-        std::vector<std::string> names = {});
+        std::vector<std::string> names = {}, std::shared_ptr<const Clock> clock = nullptr);
   ~Group();
   Group(const Group&) = delete;
   Group& operator=(const Group&) = delete;
@@ -104,6 +109,7 @@ class Group {
   std::vector<pid_t> pids_;
   Geometry geometry_;
   std::vector<std::string> names_;
+  std::shared_ptr<const Clock> clock_;
   bool failed_ = false;
   std::chrono::steady_clock::time_point next_liveness_check_{};
   // pidfd_open of each peer (-1: this rank, or none to be had: then /proc is read instead);

@@ -30,12 +30,13 @@ void MeshFamily::notify_all_but(const Mesh* failing, char notice) {
 }
 
 Mesh::Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, double timeout_seconds, std::string label,
-           std::vector<std::string> names, std::shared_ptr<MeshFamily> family)
+           std::vector<std::string> names, std::shared_ptr<MeshFamily> family, std::shared_ptr<const Clock> clock)
     : rank_(rank),
       peers_(std::move(peers)),
       global_ranks_(std::move(global_ranks)),
       names_(std::move(names)),
       timeout_seconds_(timeout_seconds),
+      clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()),
       label_(std::move(label)),
       closed_(peers_.size(), false),
       fds_(peers_.size() + 1),
@@ -169,7 +170,7 @@ Status Mesh::wait(const std::vector<short>& want, std::vector<short>& ready, con
     explicit Waiting(std::atomic<bool>& f) : flag(f) { flag.store(true); }
     ~Waiting() { flag.store(false); }
   } waiting(waiting_);
-  const Deadline deadline = deadline_after(timeout_seconds_);
+  const Deadline deadline = deadline_after(timeout_seconds_, *clock_);
   const size_t n = peers_.size();
   for (int spins = 0;; ) {
     if (interrupted_.load()) {
@@ -187,7 +188,7 @@ Status Mesh::wait(const std::vector<short>& want, std::vector<short>& ready, con
     fds_[n] = {wake_.get(), POLLIN, 0};
     // Spin briefly before sleeping: a peer's answer usually comes within microseconds, and a
     // rank that sleeps on a busy machine waits a whole time slice to run again.
-    const int rc = poll(fds_.data(), fds_.size(), spins < kSpinPolls ? 0 : poll_ms_left(deadline, 1000));
+    const int rc = poll(fds_.data(), fds_.size(), spins < kSpinPolls ? 0 : poll_ms_left(deadline, 1000, *clock_));
     ++spins;
     if (rc < 0 && errno != EINTR) return fail(Status::unknown(fmt::format("poll: {}", std::strerror(errno))));
     bool any = false;
@@ -211,7 +212,7 @@ Status Mesh::wait(const std::vector<short>& want, std::vector<short>& ready, con
       any = true;
     }
     if (any) return Status::ok();
-    if (rc == 0 && std::chrono::steady_clock::now() >= deadline) {
+    if (rc == 0 && clock_->now() >= deadline) {
       return timed_out(want, op, fmt::format("no progress for {} s", timeout_seconds_));
     }
   }

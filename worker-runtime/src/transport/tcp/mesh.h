@@ -60,9 +60,10 @@ class Mesh {
   // peers[r]: the socket to set rank r (invalid for `rank`); global_ranks name them in errors,
   // which start with `label` ("TCP backend", "TCP control plane"); names[r], when given, is what
   // errors call set rank r instead ("rank 4 on host a", TransportProvider::rank_name).
+  // `clock` (null = the system's) times the no-progress bound: the runtime's Env.
   Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, double timeout_seconds,
        std::string label = "TCP backend", std::vector<std::string> names = {},
-       std::shared_ptr<MeshFamily> family = nullptr);
+       std::shared_ptr<MeshFamily> family = nullptr, std::shared_ptr<const Clock> clock = nullptr);
   ~Mesh();
   Mesh(const Mesh&) = delete;
   Mesh& operator=(const Mesh&) = delete;
@@ -108,6 +109,7 @@ class Mesh {
   std::vector<int> global_ranks_;
   std::vector<std::string> names_;
   double timeout_seconds_;
+  std::shared_ptr<const Clock> clock_;  // times timeout_seconds_
   std::string label_;
   std::vector<bool> closed_;  // peers seen hanging up while this rank expected nothing from them
   Status failed_;

@@ -54,17 +54,20 @@ Status wait_ready(int fd, short events, Deadline deadline, const std::string& wh
 
 }  // namespace
 
-Deadline deadline_after(double seconds) {
+Deadline deadline_after(double seconds, const Clock& clock) {
   if (seconds <= 0) return Deadline::max();
-  return std::chrono::steady_clock::now() +
+  return clock.now() +
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-int poll_ms_left(Deadline d, int cap_ms) {
+int poll_ms_left(Deadline d, int cap_ms, const Clock& clock) {
   if (d == Deadline::max()) return cap_ms;
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(d - std::chrono::steady_clock::now()).count();
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(d - clock.now()).count();
   return static_cast<int>(std::clamp<int64_t>(left + 1, 0, cap_ms));
 }
+
+Deadline deadline_after(double seconds) { return deadline_after(seconds, SystemClock()); }
+int poll_ms_left(Deadline d, int cap_ms) { return poll_ms_left(d, cap_ms, SystemClock()); }
 
 void Fd::reset() {
   if (fd_ >= 0) close(fd_);

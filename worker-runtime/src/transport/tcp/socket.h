@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "korovod/clock.h"
 #include "korovod/status.h"
 
 namespace korovod::tcp {
@@ -18,6 +19,10 @@ using Deadline = std::chrono::steady_clock::time_point;
 Deadline deadline_after(double seconds);
 // Milliseconds left until `d` for poll(), at least 0, at most `cap_ms`.
 int poll_ms_left(Deadline d, int cap_ms);
+// The same on `clock`'s time (a collective's bound on the runtime's Env; a poll still sleeps in
+// real time, at most cap_ms, and its caller looks at the clock again after it).
+Deadline deadline_after(double seconds, const Clock& clock);
+int poll_ms_left(Deadline d, int cap_ms, const Clock& clock);
 
 class Fd {
  public:

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/testing/fake_env.h"
 #include "korovod/config.h"
 #include "transport/tcp/address.h"
 #include "transport/tcp/mesh.h"
@@ -178,6 +179,45 @@ TEST(MeshTest, StalledPeerTimesOutNamingIt) {
   EXPECT_GE(took, std::chrono::milliseconds(290));
   EXPECT_LT(took, std::chrono::seconds(3));
   EXPECT_NE(s.message().find("broadcast: no progress for 0.3 s waiting for rank 9"), std::string::npos) << s.message();
+}
+
+// The no-progress bound on the runtime's Env (Mesh's clock): 60 s of fake time end the wait,
+// 59.9 s do not, and it takes about a second of real time (the polls sleep in slices of at most
+// one second and look at the clock after each).
+TEST(MeshTest, StalledPeerTimesOutAtTheBoundOnTheEnvsClock) {
+  auto env = std::make_shared<korovod::testing::FakeEnv>();
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  ASSERT_TRUE(set_nonblocking(sv[0]).is_ok());
+  std::vector<Fd> peers(2);
+  peers[1] = Fd(sv[0]);
+  Fd silent(sv[1]);  // rank 9's end: open, never written
+  Mesh a(0, std::move(peers), std::vector<int>{4, 9}, 60.0, "TCP backend", {}, nullptr, env);
+  std::vector<std::byte> buf(16);
+  std::vector<PeerIo> io(2);
+  io[1] = {nullptr, 0, 0, buf.data(), 16, 0};
+  const auto real_start = std::chrono::steady_clock::now();
+  const auto fake_start = env->now();
+  std::atomic<bool> done{false};
+  Status s;
+  Clock::TimePoint fake_end{};
+  std::thread waiter([&] {
+    s = a.exchange(io, "broadcast");
+    fake_end = env->now();
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // inside the wait, its bound taken
+  env->advance(std::chrono::milliseconds(59'900));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // more than one poll slice
+  EXPECT_FALSE(done.load()) << "gave up at +59.9 s of the Env's time: " << s.to_string();
+  env->advance(std::chrono::milliseconds(200));
+  for (int i = 0; i < 5000 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(done.load()) << "still waiting at +60.1 s of the Env's time";
+  waiter.join();
+  EXPECT_GE(fake_end - fake_start, std::chrono::seconds(60));
+  EXPECT_LT(std::chrono::steady_clock::now() - real_start, std::chrono::seconds(10));
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_NE(s.message().find("broadcast: no progress for 60 s waiting for rank 9"), std::string::npos) << s.message();
 }
 
 // The meshes of an n-rank set over loopback TCP (urgent data, as between hosts), set rank r

@@ -66,13 +66,14 @@ Result<std::unique_ptr<Backend>> TcpBackendProvider::create_flat(ControlChannel&
   std::vector<std::string> names;
   for (int r : global_ranks) names.push_back(transport_->rank_name(r));
   auto mesh = std::make_unique<Mesh>(ctl.rank(), std::move(peers).value(), global_ranks, options_.timeout_seconds,
-                                     "TCP backend", std::move(names), options_.family);
+                                     "TCP backend", std::move(names), options_.family, options_.clock);
   return std::unique_ptr<Backend>(std::make_unique<TcpBackend>(std::move(mesh), options_.segment_bytes));
 }
 
 Result<std::unique_ptr<Backend>> TcpBackendProvider::create_hierarchical(const HostGroups& groups, int set_id,
                                                                          std::unique_ptr<Backend> flat) {
-  shm::ShmBackendProvider shm_provider(transport_, options_.shm_geometry, /*forced=*/true, options_.machine_id);
+  shm::ShmBackendProvider shm_provider(transport_, options_.shm_geometry, /*forced=*/true, options_.machine_id,
+                                       options_.clock);
   Result<std::unique_ptr<Backend>> local = shm_provider.create_backend(groups.local, set_id);
   if (!local.is_ok()) return local.status();
   Result<std::unique_ptr<ControlChannel>> cross_ctl = transport_->create_control(groups.cross, set_id);

@@ -153,7 +153,7 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   options.env = std::move(env);
   options.transport = *transport;
   Result<std::vector<std::shared_ptr<BackendProvider>>> backends =
-      build_data_planes(options.config, ControlPlane::over_tcp(*transport, host));
+      build_data_planes(options.config, ControlPlane::over_tcp(*transport, host, options.env));
   if (!backends.is_ok()) return backends.status();
   options.backends = std::move(backends).value();
   options.process_sets = std::move(process_sets);
