@@ -112,12 +112,14 @@ EntryPtr build_entry(const EntryParts& parts) {
   e->controller = parts.controller;
   e->flags = parts.flags;
   char* p = reinterpret_cast<char*>(e.get() + 1);
+  // An empty part may have no data at all (a null pointer), which memcpy must not be given even
+  // for 0 bytes.
   for (std::string_view part : {parts.key, parts.resource_version, parts.labels, parts.owners}) {
-    std::memcpy(p, part.data(), part.size());
+    if (!part.empty()) std::memcpy(p, part.data(), part.size());
     p += part.size();
   }
   if (uid_len) std::memcpy(p, parts.uid, uid_len);
-  std::memcpy(p + uid_len, parts.packed.data(), parts.packed.size());
+  if (!parts.packed.empty()) std::memcpy(p + uid_len, parts.packed.data(), parts.packed.size());
   return e;
 }
 

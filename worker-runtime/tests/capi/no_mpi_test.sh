@@ -69,6 +69,11 @@ for dir in alone with_plugin; do
 done
 echo "$out" | grep -q "libmpi" || fail "the error should name the library that did not load: $out"
 
+# CPython is not built with AddressSanitizer, so it cannot load a sanitized libkorovod.so (the
+# ASan runtime must come first); scripts/sanitize asan leaves Python out for the same reason.
+if echo "$needed" | grep -q libasan; then
+  echo "skipped: Python ctypes (this libkorovod.so is built with AddressSanitizer, CPython is not)"
+else
 LD_LIBRARY_PATH=$work/alone /usr/bin/python3 - <<PY || fail "ctypes"
 import ctypes
 lib = ctypes.CDLL("libkorovod.so")
@@ -87,6 +92,7 @@ assert lib.korovod_size(rt) == 1
 lib.korovod_destroy(rt)
 print("ok: Python ctypes, one-rank world, mpi_built 0, mpi_available 0:", why.value.decode()[:80])
 PY
+fi
 '
 rc=$?
 [ $rc -eq 0 ] && echo "rt_capi_no_mpi passed"
