@@ -124,6 +124,7 @@ int run_kubelet(kube::Client& client, kube::Clock& clock, ProcessLauncher& launc
   ro.defaults.path_prepend = {o.bin_dir.string()};
   ro.defaults.python_path = build_tree_python_path(o.bin_dir);
   ro.defaults.extra_env = local_pod_env(o.work_dir, geteuid() == 0);
+  for (const auto& [name, value] : o.host_sanitizer_env) set_env(ro.defaults.extra_env, name, value);
   ro.adjust = [&](const kube::Object& pod, const kube::Object&, LaunchSpec& launch) {
     wire_for_rsh_agent(pod, launch, o.bin_dir, o.work_dir / "rsh-as-ssh");
   };

@@ -14,6 +14,7 @@
 
 #include "kube/client.h"
 #include "kube/clock.h"
+#include "local/pod_env.h"
 #include "local/process_launcher.h"
 
 namespace local {
@@ -23,6 +24,7 @@ struct KubeletOptions {
   std::filesystem::path work_dir;
   std::filesystem::path bin_dir;
   std::string host_path = "/usr/local/bin:/usr/bin:/bin";  // the host's PATH, behind bin_dir in pods
+  EnvList host_sanitizer_env;  // as LocalRunOptions::host_sanitizer_env
   std::chrono::seconds heartbeat{10};
   int lease_seconds = 40;
 };

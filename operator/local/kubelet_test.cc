@@ -1,6 +1,7 @@
 // `korovod kubelet` against the in-memory API, on a FakeClock with a fake ProcessLauncher: the
 // Node and its Lease are registered at once and renewed when the heartbeat period has passed on
-// the clock (no real 10 s wait), only pods bound to the node are started, and `stop` ends it.
+// the clock (no real 10 s wait), only pods bound to the node are started (with the host's
+// sanitizer options in their env), and `stop` ends it.
 #include "local/kubelet.h"
 
 #include <gtest/gtest.h>
@@ -50,6 +51,7 @@ TEST(Kubelet, RegistersRenewsOnTheClockAndRunsOnlyItsOwnPods) {
   o.work_dir = dir;
   o.bin_dir = dir / "bin";
   o.host_path = "/usr/bin:/bin";
+  o.host_sanitizer_env = {{"ASAN_OPTIONS", "detect_leaks=1"}, {"LSAN_OPTIONS", "suppressions=/host.supp"}};
   std::atomic<bool> stop{false};
   std::ostringstream out;
   int code = -1;
@@ -84,7 +86,9 @@ TEST(Kubelet, RegistersRenewsOnTheClockAndRunsOnlyItsOwnPods) {
     client.create(kube::resources::kPods, "default",
                   {{"metadata", {{"name", name}}},
                    {"spec", {{"nodeName", std::string(name) == "mine" ? "n1" : "n2"},
-                             {"containers", {{{"name", "c"}, {"command", {"sleep", "300"}}}}}}}});
+                             {"containers", {{{"name", "c"},
+                                              {"command", {"sleep", "300"}},
+                                              {"env", {{{"name", "LSAN_OPTIONS"}, {"value", "pod-own"}}}}}}}}}});
   }
   // Both loops (the kubelet's 200 ms stop check, the pod runtime's 250 ms poll) wait on the clock.
   ASSERT_TRUE(clock.wait_for_waiters(2));
@@ -97,6 +101,9 @@ TEST(Kubelet, RegistersRenewsOnTheClockAndRunsOnlyItsOwnPods) {
   ASSERT_EQ(launcher.started(), 1u);
   const Exec exec = launcher.exec(0);
   EXPECT_EQ(get_env(exec.env, "HOSTNAME"), "mine");
+  // The host's sanitizer options reach the pod; the container's own value wins.
+  EXPECT_EQ(get_env(exec.env, "ASAN_OPTIONS"), "detect_leaks=1");
+  EXPECT_EQ(get_env(exec.env, "LSAN_OPTIONS"), "pod-own");
   EXPECT_EQ(std::vector<std::string>(exec.argv.end() - 2, exec.argv.end()),
             (std::vector<std::string>{"sleep", "300"}));
   EXPECT_EQ(field(client.get(kube::resources::kPods, "default", "mine"), "status").value("phase", ""),

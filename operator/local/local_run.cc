@@ -153,6 +153,7 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
   ro.defaults.path_prepend = {o.bin_dir.string()};
   ro.defaults.python_path = build_tree_python_path(o.bin_dir);
   ro.defaults.extra_env = local_pod_env(work, geteuid() == 0);
+  for (const auto& [name, value] : o.host_sanitizer_env) set_env(ro.defaults.extra_env, name, value);
   set_env(ro.defaults.extra_env, "KOROVOD_POD_NAMESPACE", ns);
   SshMode ssh(o.ssh_config_dir, work, launcher, {{"PATH", o.host_path}});
   kube::Mutex out_mu;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "kube/clock.h"
+#include "local/pod_env.h"
 #include "local/process_launcher.h"
 
 namespace local {
@@ -26,6 +27,10 @@ struct RunOptions {
   std::filesystem::path bin_dir;       // put in front of pods' PATH; holds korovod-rsh
   std::filesystem::path ssh_config_dir;  // docker/ssh (sshd_config, ssh_config)
   std::string host_path = "/usr/local/bin:/usr/bin:/bin";  // the host's PATH, behind bin_dir in pods
+  // The host's sanitizer options (ASAN_OPTIONS, LSAN_OPTIONS, UBSAN_OPTIONS, TSAN_OPTIONS): every
+  // pod gets them, before its own env, so the programs of a sanitized build run in pods with the
+  // same options and suppressions as korovod itself. Nothing else of the host's environment.
+  EnvList host_sanitizer_env;
 };
 
 // Exit codes of `korovod run`.

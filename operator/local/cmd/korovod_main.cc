@@ -42,6 +42,15 @@ std::string host_path() {
   return path ? path : "/usr/local/bin:/usr/bin:/bin";
 }
 
+// The sanitizer runtimes' options, which pods get too (LocalRunOptions::host_sanitizer_env).
+local::EnvList host_sanitizer_env() {
+  local::EnvList env;
+  for (const char* name : {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"}) {
+    if (const char* value = std::getenv(name)) env.emplace_back(name, value);
+  }
+  return env;
+}
+
 fs::path default_ssh_config_dir() {
   if (const char* d = std::getenv("KOROVOD_SSH_CONFIG_DIR")) return d;
   for (const fs::path& p : {own_dir() / "../share/korovod/ssh", fs::path(KOROVOD_SOURCE_DIR) / "docker/ssh"}) {
@@ -99,7 +108,8 @@ int main(int argc, char** argv) {
     interrupted = true;
   }).detach();
 
-  // The environment is read here only (host_path, default_ssh_config_dir) and passed down.
+  // The environment is read here only (host_path, host_sanitizer_env, default_ssh_config_dir) and
+  // passed down.
   kube::RealClock clock;
   local::HostProcessLauncher launcher;
   try {
@@ -113,6 +123,7 @@ int main(int argc, char** argv) {
         std::cerr << "korovod: cannot become a child subreaper; orphans of pods are left to init\n";
       }
       run.host_path = host_path();
+      run.host_sanitizer_env = host_sanitizer_env();
       const int code = local::run_local(run, clock, launcher, std::cout, std::cerr, interrupted);
       local::reap_all_children(std::chrono::seconds(5), clock);
       return code;
@@ -121,6 +132,7 @@ int main(int argc, char** argv) {
     ko.node_name = node_name;
     ko.bin_dir = own_dir();
     ko.host_path = host_path();
+    ko.host_sanitizer_env = host_sanitizer_env();
     if (kubelet_dir.empty()) {
       std::string tmpl = (fs::temp_directory_path() / "korovod-kubelet-XXXXXX").string();
       if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a work directory");

@@ -32,7 +32,7 @@ mkdir "$work/alone" "$work/with_plugin"
 cp "$libdir/libkorovod.so" "$work/alone/"
 cp "$libdir/libkorovod.so" "$libdir/libkorovod_mpi.so" "$work/with_plugin/"
 
-export work check
+export work check needed
 unshare -m --propagation private bash -c '
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
