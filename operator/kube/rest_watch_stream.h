@@ -3,7 +3,9 @@
 //
 // The response body of a watch is read asynchronously, one line (= one JSON event) at a time,
 // by a chain of pplx continuations; next() waits on a queue they fill. close() cancels the
-// request, which makes cpprestsdk close the socket, so the chain ends promptly.
+// request, which makes cpprestsdk close the socket, so the chain ends promptly. The destructor
+// waits (bounded) for the chain to end: work still queued on cpprestsdk's thread pool when the
+// process exits is dropped without being freed (the watch stream fuzz target's exit saw it).
 #pragma once
 
 #include <condition_variable>
@@ -33,7 +35,12 @@ class RestWatchStream final : public WatchStream {
     state_->cancel = std::move(cancel);
     read_next_line(state_, response.body());
   }
-  ~RestWatchStream() override { close(); }
+  ~RestWatchStream() override {
+    close();
+    kube::MutexLock lock(state_->mu);
+    clock_->wait_until(lock, state_->cv, clock_->steady_now() + kChainEndBound,
+                       [&]() KOROVOD_REQUIRES(state_->mu) { return !state_->reading; });
+  }
 
   std::optional<WatchEvent> next(std::chrono::milliseconds timeout) override {
     kube::MutexLock lock(state_->mu);
@@ -79,30 +86,56 @@ class RestWatchStream final : public WatchStream {
     std::optional<ApiError> error KOROVOD_GUARDED_BY(mu);
     bool ended KOROVOD_GUARDED_BY(mu) = false;             // the server closed the stream
     bool closed KOROVOD_GUARDED_BY(mu) = false;            // close() was called
+    bool reading KOROVOD_GUARDED_BY(mu) = true;            // the read chain has not ended
     pplx::cancellation_token_source cancel;
   };
 
+  // How long the destructor waits for the read chain to end after close(): the cancelled
+  // request ends it at once; a chain still reading after this keeps its state alive itself.
+  static constexpr std::chrono::seconds kChainEndBound{10};
+
   // Reads one line, queues its event, and schedules the next read. The chain owns the state
-  // (shared_ptr) so it may outlive the stream object; it stops at end of stream or error.
+  // (shared_ptr) so it may outlive the stream object; it stops at end of stream, at an error
+  // or once the stream is closed, and says so (`reading`).
   static void read_next_line(std::shared_ptr<State> st, concurrency::streams::istream body) {
     // A byte buffer, as the body is: cpprestsdk passes a std::string buffer to read_line by
     // reinterpreting it as a byte buffer (UB that UBSan reports in the watch stream fuzz target).
     auto line = std::make_shared<concurrency::streams::container_buffer<std::vector<uint8_t>>>();
     body.read_line(*line).then([st, body, line](pplx::task<size_t> read) {
-      try {
-        const size_t n = read.get();
-        const std::vector<uint8_t>& bytes = line->collection();
-        std::string text(bytes.begin(), bytes.end());
-        if (n == 0 && text.empty() && body.is_eof()) return finish(*st, std::nullopt);
-        if (!text.empty() && text.find_first_not_of(" \r\n\t") != std::string::npos)
-          if (!deliver(*st, parse_watch_event(text))) return;
-        read_next_line(st, body);
-      } catch (const ApiError& e) {
-        finish(*st, e);
-      } catch (const std::exception& e) {
-        finish(*st, ApiError(0, "ConnectionFailed", std::string("watch stream: ") + e.what()));
-      }
+      if (read_line_done(*st, read, body, *line)) read_next_line(st, body);
+      else stop_reading(*st);
     });
+  }
+
+  // Handles one read line; returns whether to read the next.
+  static bool read_line_done(State& st, pplx::task<size_t>& read,
+                             const concurrency::streams::istream& body,
+                             concurrency::streams::container_buffer<std::vector<uint8_t>>& line) {
+    try {
+      const size_t n = read.get();
+      const std::vector<uint8_t>& bytes = line.collection();
+      std::string text(bytes.begin(), bytes.end());
+      if (n == 0 && text.empty() && body.is_eof()) {
+        finish(st, std::nullopt);
+        return false;
+      }
+      if (!text.empty() && text.find_first_not_of(" \r\n\t") != std::string::npos)
+        return deliver(st, parse_watch_event(text));
+      return true;
+    } catch (const ApiError& e) {
+      finish(st, e);
+    } catch (const std::exception& e) {
+      finish(st, ApiError(0, "ConnectionFailed", std::string("watch stream: ") + e.what()));
+    }
+    return false;
+  }
+
+  static void stop_reading(State& st) {
+    {
+      kube::MutexLock lock(st.mu);
+      st.reading = false;
+    }
+    st.cv.notify_all();
   }
 
   // Queues an event. An ERROR event (a Status, e.g. 410 Expired) is delivered like any other,
