@@ -39,11 +39,23 @@ function(korovod_process_test)
   _korovod_gtest(${T_NAME} integration SOURCES ${T_SOURCES} LIBS ${T_LIBS})
 endfunction()
 
+# Timeouts are sized for the plain build; sanitized programs are slower (TSan most: rt_tcp_np2
+# took 59 s of its 60 under TSan on the loaded 2-core machine; under ASan kube_integration_test
+# and operator_integration_test ran past 300 s and 600 s, scripts/sanitize).
+macro(_korovod_sanitized_timeout var)
+  if(KOROVOD_SANITIZE_THREAD)
+    math(EXPR ${var} "${${var}} * 4")
+  elseif(KOROVOD_SANITIZE)
+    math(EXPR ${var} "${${var}} * 2")
+  endif()
+endmacro()
+
 function(korovod_cluster_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 600)
   endif()
+  _korovod_sanitized_timeout(T_TIMEOUT)
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main korovod_warnings)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME} --gtest_color=no)
@@ -84,13 +96,7 @@ function(korovod_mpi_test)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
-  # The timeouts are sized for the plain build; sanitized ranks are slower (TSan most: rt_tcp_np2
-  # took 59 s of its 60 under TSan on the loaded 2-core machine, scripts/sanitize).
-  if(KOROVOD_SANITIZE_THREAD)
-    math(EXPR T_TIMEOUT "${T_TIMEOUT} * 4")
-  elseif(KOROVOD_SANITIZE)
-    math(EXPR T_TIMEOUT "${T_TIMEOUT} * 2")
-  endif()
+  _korovod_sanitized_timeout(T_TIMEOUT)
   add_test(NAME ${T_NAME}
            COMMAND ${KOROVOD_MPIEXEC} -np ${T_NP} --oversubscribe --bind-to none
                    --mca btl self,vader,tcp --mca btl_tcp_if_include lo ${T_COMMAND})
