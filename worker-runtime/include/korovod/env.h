@@ -3,7 +3,9 @@
 // the host this process runs on (hostname, kernel boot id). The start paths
 // (mpi_runtime_options, tcp_runtime_options) take one, read the host identity from it once, hand
 // it to the data planes as the clock of their collective bounds (shared-memory waits, the TCP
-// mesh's no-progress bound) and to RuntimeOptions::env for the engine; tests pass a fake whose
+// mesh's no-progress bound) and of the TCP transport's setup (start timeout, connecting, the
+// job-secret handshake, the rendezvous store, the elastic join), and to RuntimeOptions::env for
+// the engine; tests pass a fake whose
 // time they move by hand, whose files are strings and whose host they name, so a timeout is
 // tested without waiting for it and several "hosts" run as threads of one process.
 #pragma once

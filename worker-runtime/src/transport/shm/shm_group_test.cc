@@ -1,7 +1,7 @@
 // shm::Group's waits on the runtime's clock (rt_shm_group_test): one process maps two segments
 // and plays both ranks of a two-rank group; when rank 1 never posts, the wait bound
 // (KOROVOD_COLLECTIVE_TIMEOUT_SECONDS) is checked on a fake Env to the fraction of a second, in
-// well under a second of real time per bound. Several processes on real shared memory:
+// about 1.5 s of real time per bound (core/testing/bound_check.h). Several processes on real shared memory:
 // worker-runtime/tests/mpi (rt_shm_*).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/testing/bound_check.h"
 #include "core/testing/fake_env.h"
 #include "transport/shm/shm_group.h"
 
@@ -43,38 +44,15 @@ std::pair<std::unique_ptr<Group>, std::unique_ptr<Group>> group_of_two(double wa
           std::make_unique<Group>(1, std::move(views[1]), pids, g, names, clock)};
 }
 
-// The wait's result once it returns, and when (the fake clock's time and real time).
-struct Waiter {
-  std::atomic<bool> done{false};
-  Status status;
-  Clock::TimePoint fake_end{};
-};
-
 TEST(ShmGroup, AWaitForAPeerThatNeverPostsEndsAtTheBoundOnTheEnvsClock) {
   auto env = std::make_shared<korovod::testing::FakeEnv>();
   auto [group, peer] = group_of_two(60, env);
   ASSERT_NE(group, nullptr);
-  const auto real_start = std::chrono::steady_clock::now();
-  const auto fake_start = env->now();
-  Waiter w;
-  std::thread t([&] {
-    w.status = group->wait(1, Counter::kPosted, 1);
-    w.fake_end = env->now();
-    w.done = true;
-  });
-  std::this_thread::sleep_for(milliseconds(100));  // inside the wait, its bound taken
-  env->advance(std::chrono::milliseconds(59'900));
-  std::this_thread::sleep_for(milliseconds(300));  // several of its 20 ms sleeps
-  EXPECT_FALSE(w.done.load()) << "gave up at +59.9 s of the Env's time: " << w.status.to_string();
-  env->advance(std::chrono::milliseconds(200));
-  for (int i = 0; i < 5000 && !w.done; ++i) std::this_thread::sleep_for(milliseconds(1));
-  ASSERT_TRUE(w.done.load()) << "still waiting at +60.1 s of the Env's time";
-  t.join();
-  EXPECT_GE(w.fake_end - fake_start, std::chrono::seconds(60));
-  EXPECT_LT(std::chrono::steady_clock::now() - real_start, std::chrono::seconds(10));
-  EXPECT_EQ(w.status.code(), StatusCode::kAborted);
-  EXPECT_NE(w.status.message().find("lost rank 1 on host b"), std::string::npos) << w.status.message();
-  EXPECT_NE(w.status.message().find("did not arrive within 60 s"), std::string::npos) << w.status.message();
+  const Status s = korovod::testing::ends_at_bound(*env, milliseconds(60'000),
+                                                   [&, &group = group] { return group->wait(1, Counter::kPosted, 1); });
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_NE(s.message().find("lost rank 1 on host b"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("did not arrive within 60 s"), std::string::npos) << s.message();
   EXPECT_TRUE(group->failed());
 }
 
@@ -82,20 +60,21 @@ TEST(ShmGroup, APostEndsTheWaitWithoutTheClockMoving) {
   auto env = std::make_shared<korovod::testing::FakeEnv>();
   auto [group, peer] = group_of_two(60, env);
   ASSERT_NE(group, nullptr);
-  Waiter w;
+  std::atomic<bool> done{false};
+  Status status;
   std::thread t([&, &group = group] {
-    w.status = group->wait(1, Counter::kPosted, 1);
-    w.done = true;
+    status = group->wait(1, Counter::kPosted, 1);
+    done = true;
   });
   std::this_thread::sleep_for(milliseconds(50));
   env->advance(std::chrono::seconds(30));  // past the spins and yields: asleep on the futex
   std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_FALSE(w.done.load());
+  EXPECT_FALSE(done.load());
   const auto posted = std::chrono::steady_clock::now();
   peer->post(Counter::kPosted, 1);  // rank 1's post wakes the sleeper on its counter
   t.join();
   EXPECT_LT(std::chrono::steady_clock::now() - posted, milliseconds(500));
-  EXPECT_TRUE(w.status.is_ok()) << w.status.to_string();
+  EXPECT_TRUE(status.is_ok()) << status.to_string();
   EXPECT_FALSE(group->failed());
 }
 

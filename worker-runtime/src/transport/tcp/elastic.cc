@@ -63,7 +63,8 @@ Result<ElasticRound> join_elastic_round(StoreClient& store, const std::string& w
   Result<int64_t> attempted = read_counter(store, attempted_key);
   if (!attempted.is_ok()) return attempted.status();
   const int64_t wanted = *attempted + 1;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  // On the store's clock (the runtime's Env); the pause between looks is real time.
+  const Deadline deadline = Deadline::after(timeout_seconds, store.clock());
   int64_t unassigned = 0;  // newest round seen that does not name this worker yet
   for (;;) {
     Result<int64_t> published = read_counter(store, "elastic/round");
@@ -86,7 +87,7 @@ Result<ElasticRound> join_elastic_round(StoreClient& store, const std::string& w
       }
       unassigned = *published;  // a worker the driver starts before the round that takes it in
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (deadline.passed()) {
       return Status::aborted(fmt::format(
           "elastic: worker {} waited {} s (KOROVOD_ELASTIC_TIMEOUT) for a round newer than {} that assigns it; the "
           "newest published round is {}",

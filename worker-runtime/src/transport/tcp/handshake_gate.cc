@@ -30,13 +30,14 @@ std::string peer_address(int fd) {
 }
 
 HandshakeGate::HandshakeGate(JobSecret secret, std::string purpose, size_t payload_bytes, std::string owner,
-                             double timeout_seconds, AuthLog log)
+                             double timeout_seconds, AuthLog log, const Clock* clock)
     : secret_(std::move(secret)),
       purpose_(std::move(purpose)),
       payload_bytes_(payload_bytes),
       owner_(std::move(owner)),
       timeout_seconds_(timeout_seconds),
-      log_(std::move(log)) {}
+      log_(std::move(log)),
+      clock_(clock) {}
 
 void HandshakeGate::close_rejected(Fd& fd, const std::string& peer, const std::string& why) {
   ++rejected_;
@@ -51,7 +52,7 @@ void HandshakeGate::close_rejected(Fd& fd, const std::string& peer, const std::s
 
 void HandshakeGate::admit(Fd fd) {
   Status nonblocking = set_nonblocking(fd.get());
-  Pending p{std::move(fd), "", ServerHandshake(secret_, purpose_, payload_bytes_), "", deadline_after(timeout_seconds_)};
+  Pending p{std::move(fd), "", ServerHandshake(secret_, purpose_, payload_bytes_), "", Deadline::after(timeout_seconds_, clock_)};
   p.peer = peer_address(p.fd.get());
   if (pending_.size() >= kMaxPendingHandshakes) {
     Pending& oldest = pending_.front();
@@ -114,12 +115,11 @@ bool HandshakeGate::step(Pending& p, std::vector<Admitted>& done) {
 }
 
 void HandshakeGate::progress(const pollfd* fds, size_t count, std::vector<Admitted>& done) {
-  const auto now = std::chrono::steady_clock::now();
   std::vector<bool> finished(pending_.size(), false);
   for (size_t i = 0; i < pending_.size(); ++i) {
     Pending& p = pending_[i];
     if (i < count && fds[i].fd == p.fd.get() && fds[i].revents != 0) finished[i] = step(p, done);
-    if (!finished[i] && now >= p.deadline) {
+    if (!finished[i] && p.deadline.passed()) {
       close_rejected(p.fd, p.peer,
                      fmt::format("no complete job-secret handshake within {} s ({} of {} bytes)", timeout_seconds_,
                                  p.in.size(), p.handshake.proof_bytes()));
@@ -135,7 +135,7 @@ void HandshakeGate::reject(Admitted& a, const std::string& why) { close_rejected
 
 int HandshakeGate::ms_to_next_deadline(int cap_ms) const {
   int ms = cap_ms;
-  for (const Pending& p : pending_) ms = std::min(ms, poll_ms_left(p.deadline, cap_ms));
+  for (const Pending& p : pending_) ms = std::min(ms, p.deadline.poll_ms(cap_ms));
   return ms;
 }
 

@@ -40,9 +40,9 @@ class HandshakeGate {
  public:
   // `owner` says whose listener this is in the log ("rendezvous store", "rank 2, process set 0");
   // a connection that has not finished its handshake `timeout_seconds` after it was accepted is
-  // closed.
+  // closed, on `clock` (null: the system's; else it must outlive the gate).
   HandshakeGate(JobSecret secret, std::string purpose, size_t payload_bytes, std::string owner, double timeout_seconds,
-                AuthLog log);
+                AuthLog log, const Clock* clock = nullptr);
 
   // A freshly accepted connection (made nonblocking here): the hello goes out at once. Call it
   // after progress() in a round (it may close the oldest pending connection).
@@ -79,6 +79,7 @@ class HandshakeGate {
   std::string owner_;
   double timeout_seconds_;
   AuthLog log_;
+  const Clock* clock_;
   std::vector<Pending> pending_;
   size_t rejected_ = 0;
 };

@@ -216,7 +216,7 @@ std::vector<Fd> intrude(const Endpoint& at, const std::string& recorded_proof) {
 TEST(MeshUnderAttack, RealPeersConnectWhileIntrudersAreRefused) {
   constexpr int n = 3;
   LogLines log;
-  MeshAuth auth{job_secret(), log.sink(), 5.0};
+  MeshAuth auth{job_secret(), log.sink(), 5.0, nullptr};
   std::vector<Fd> listeners;
   std::vector<std::string> endpoints;
   for (int r = 0; r < n; ++r) {

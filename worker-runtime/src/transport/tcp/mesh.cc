@@ -74,6 +74,8 @@ Mesh::Settled Mesh::settle(char notice) {
   // turn): collect for a moment so the message names the rank that started it. A notice goes
   // out first wherever the send buffer takes it now; a peer that stopped reading (a stopped
   // rank, its buffer full) is retried meanwhile without holding up the others' notices.
+  // Real time, not the Env's: this is how long packets take to arrive, not a bound a user sets
+  // (a test that holds its clock still would otherwise hold a failing mesh here for good).
   const Deadline deadline = deadline_after(kSettleSeconds);
   const size_t n = peers_.size();
   std::vector<bool> to_notify(n, false), answered(n, false);
@@ -99,8 +101,8 @@ Mesh::Settled Mesh::settle(char notice) {
       fds_[r] = {watch ? peers_[r].get() : -1, events, 0};
       open += watch;
     }
-    if (open == 0 || std::chrono::steady_clock::now() >= deadline) break;
-    const int rc = poll(fds_.data(), fds_.size(), poll_ms_left(deadline, 100));
+    if (open == 0 || deadline.passed()) break;
+    const int rc = poll(fds_.data(), fds_.size(), deadline.poll_ms(100));
     if (rc < 0 && errno != EINTR) break;
     if (rc <= 0) continue;
     for (size_t r = 0; r < n; ++r) {
@@ -188,7 +190,7 @@ Status Mesh::wait(const std::vector<short>& want, std::vector<short>& ready, con
     fds_[n] = {wake_.get(), POLLIN, 0};
     // Spin briefly before sleeping: a peer's answer usually comes within microseconds, and a
     // rank that sleeps on a busy machine waits a whole time slice to run again.
-    const int rc = poll(fds_.data(), fds_.size(), spins < kSpinPolls ? 0 : poll_ms_left(deadline, 1000, *clock_));
+    const int rc = poll(fds_.data(), fds_.size(), spins < kSpinPolls ? 0 : deadline.poll_ms(1000));
     ++spins;
     if (rc < 0 && errno != EINTR) return fail(Status::unknown(fmt::format("poll: {}", std::strerror(errno))));
     bool any = false;
@@ -212,7 +214,7 @@ Status Mesh::wait(const std::vector<short>& want, std::vector<short>& ready, con
       any = true;
     }
     if (any) return Status::ok();
-    if (rc == 0 && clock_->now() >= deadline) {
+    if (rc == 0 && deadline.passed()) {
       return timed_out(want, op, fmt::format("no progress for {} s", timeout_seconds_));
     }
   }

@@ -61,13 +61,13 @@ Status accept_higher(std::vector<Fd>& peers, const Fd& listener, int me, int set
   KOROVOD_RETURN_IF_ERROR(set_nonblocking(listener.get()));
   HandshakeGate gate(auth.secret, "mesh", sizeof(Hello),
                      fmt::format("rank {} (process set {})", global_ranks[me], set_id), auth.handshake_seconds,
-                     auth.log);
+                     auth.log, auth.clock.get());
   std::vector<pollfd> fds;
   std::vector<Admitted> admitted;
   while (missing > 0) {
     fds.assign(1, {listener.get(), POLLIN, 0});
     const size_t count = gate.add_poll_fds(fds);
-    if (poll(fds.data(), fds.size(), std::min(gate.ms_to_next_deadline(1000), poll_ms_left(deadline, 1000))) < 0 &&
+    if (poll(fds.data(), fds.size(), std::min(gate.ms_to_next_deadline(1000), deadline.poll_ms(1000))) < 0 &&
         errno != EINTR) {
       return Status::unknown(fmt::format("poll (accepting the higher ranks): {}", std::strerror(errno)));
     }
@@ -92,7 +92,7 @@ Status accept_higher(std::vector<Fd>& peers, const Fd& listener, int me, int set
         gate.admit(std::move(fd).value());
       }
     }
-    if (missing > 0 && std::chrono::steady_clock::now() >= deadline) {
+    if (missing > 0 && deadline.passed()) {
       const std::string rejected =
           gate.rejected() ? fmt::format(" ({} other connections were refused: see the log)", gate.rejected()) : "";
       return Status::aborted(fmt::format("timed out waiting for {} to connect{}",
@@ -107,7 +107,7 @@ Status accept_higher(std::vector<Fd>& peers, const Fd& listener, int me, int set
 Result<std::vector<Fd>> connect_mesh(const Fd& listener, const std::vector<std::string>& endpoints, int me, int set_id,
                                      const SocketOptions& sock, double timeout_seconds,
                                      const std::vector<int>& global_ranks, const MeshAuth& auth) {
-  const Deadline deadline = deadline_after(timeout_seconds > 0 ? timeout_seconds : 60.0);
+  const Deadline deadline = Deadline::after(timeout_seconds > 0 ? timeout_seconds : 60.0, auth.clock.get());
   std::vector<Fd> peers(endpoints.size());
   KOROVOD_RETURN_IF_ERROR(connect_lower(peers, endpoints, me, set_id, sock, deadline, global_ranks, auth));
   KOROVOD_RETURN_IF_ERROR(accept_higher(peers, listener, me, set_id, sock, deadline, global_ranks, auth));

@@ -6,6 +6,7 @@
 // silence) are closed and logged while the members connect. Sockets come back nonblocking.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,14 @@
 
 namespace korovod::tcp {
 
+// What every connection of a job's meshes is set up with.
 struct MeshAuth {
   JobSecret secret;  // none: no handshake beyond the set / rank payload
   AuthLog log;       // rejected connections
   double handshake_seconds = kHandshakeTimeoutSeconds;
+  // The setup's bounds (connecting, the handshake, waiting for the higher ranks) run on it: the
+  // runtime's Env; null: the system's clock.
+  std::shared_ptr<const Clock> clock;
 };
 
 Result<std::vector<Fd>> connect_mesh(const Fd& listener, const std::vector<std::string>& endpoints, int me, int set_id,

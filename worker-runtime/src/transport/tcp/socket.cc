@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 namespace korovod::tcp {
@@ -42,11 +43,10 @@ Result<sockaddr_in> to_sockaddr(const std::string& host, int port) {
 Status wait_ready(int fd, short events, Deadline deadline, const std::string& what) {
   for (;;) {
     pollfd p{fd, events, 0};
-    const int ms = poll_ms_left(deadline, 1000);
-    const int rc = poll(&p, 1, ms);
+    const int rc = poll(&p, 1, deadline.poll_ms(1000));
     if (rc > 0) return Status::ok();
     if (rc < 0 && errno != EINTR) return Status::unknown(fmt::format("poll ({}): {}", what, errno_text(errno)));
-    if (rc == 0 && std::chrono::steady_clock::now() >= deadline) {
+    if (rc == 0 && deadline.passed()) {
       return Status::aborted(fmt::format("timed out {}", what));
     }
   }
@@ -54,20 +54,27 @@ Status wait_ready(int fd, short events, Deadline deadline, const std::string& wh
 
 }  // namespace
 
-Deadline deadline_after(double seconds, const Clock& clock) {
-  if (seconds <= 0) return Deadline::max();
-  return clock.now() +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+Deadline Deadline::after(double seconds, const Clock* clock) {
+  if (!(seconds > 0)) return Deadline();
+  const Clock::TimePoint now = clock ? clock->now() : std::chrono::steady_clock::now();
+  const std::chrono::duration<double> left(seconds);
+  if (left >= Clock::TimePoint::max() - now) return Deadline();  // beyond the clock: never
+  return Deadline(now + std::chrono::duration_cast<Clock::TimePoint::duration>(left), clock);
 }
 
-int poll_ms_left(Deadline d, int cap_ms, const Clock& clock) {
-  if (d == Deadline::max()) return cap_ms;
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(d - clock.now()).count();
+double Deadline::seconds_left() const {
+  if (never()) return std::numeric_limits<double>::max();
+  return std::chrono::duration<double>(at_ - now()).count();
+}
+
+int Deadline::poll_ms(int cap_ms) const {
+  if (never()) return cap_ms;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - now()).count();
   return static_cast<int>(std::clamp<int64_t>(left + 1, 0, cap_ms));
 }
 
-Deadline deadline_after(double seconds) { return deadline_after(seconds, SystemClock()); }
-int poll_ms_left(Deadline d, int cap_ms) { return poll_ms_left(d, cap_ms, SystemClock()); }
+Deadline deadline_after(double seconds) { return Deadline::after(seconds); }
+Deadline deadline_after(double seconds, const Clock& clock) { return Deadline::after(seconds, &clock); }
 
 void Fd::reset() {
   if (fd_ >= 0) close(fd_);
@@ -122,7 +129,7 @@ Result<Fd> connect_to(const Endpoint& to, const SocketOptions& opts, Deadline de
     tune(fd.get(), opts);
     if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) == 0) return fd;
     const int err = errno;
-    if ((err != ECONNREFUSED && err != EINTR && err != ETIMEDOUT) || std::chrono::steady_clock::now() >= deadline) {
+    if ((err != ECONNREFUSED && err != EINTR && err != ETIMEDOUT) || deadline.passed()) {
       return Status::unknown(fmt::format("connect to {}: {}", to.to_string(), errno_text(err)));
     }
     std::this_thread::sleep_for(pause);

@@ -13,16 +13,34 @@
 
 namespace korovod::tcp {
 
-using Deadline = std::chrono::steady_clock::time_point;
+// When a wait on a socket gives up, on a Clock: the runtime's Env where a start path has one
+// (connection setup, the handshake, the rendezvous store, a collective's bound -- a test moves
+// that clock by hand), the system's otherwise. A poll() still sleeps in real time, in slices,
+// and its caller asks the deadline again after each. The clock must outlive the deadline.
+class Deadline {
+ public:
+  // Never passes.
+  Deadline() = default;
+  // `seconds` from now on `clock` (null: the system's); seconds <= 0 means never.
+  static Deadline after(double seconds, const Clock* clock = nullptr);
+  bool never() const { return at_ == Clock::TimePoint::max(); }
+  bool passed() const { return !never() && now() >= at_; }
+  // Seconds left (negative once passed; a huge number when never).
+  double seconds_left() const;
+  // Milliseconds left for poll(), at least 0, at most `cap_ms`.
+  int poll_ms(int cap_ms) const;
 
-// Deadline `seconds` from now; seconds <= 0 means none (a far future).
+ private:
+  Deadline(Clock::TimePoint at, const Clock* clock) : at_(at), clock_(clock) {}
+  Clock::TimePoint now() const { return clock_ ? clock_->now() : std::chrono::steady_clock::now(); }
+
+  Clock::TimePoint at_ = Clock::TimePoint::max();
+  const Clock* clock_ = nullptr;
+};
+
+// Deadline::after on the system's clock / on `clock`.
 Deadline deadline_after(double seconds);
-// Milliseconds left until `d` for poll(), at least 0, at most `cap_ms`.
-int poll_ms_left(Deadline d, int cap_ms);
-// The same on `clock`'s time (a collective's bound on the runtime's Env; a poll still sleeps in
-// real time, at most cap_ms, and its caller looks at the clock again after it).
 Deadline deadline_after(double seconds, const Clock& clock);
-int poll_ms_left(Deadline d, int cap_ms, const Clock& clock);
 
 class Fd {
  public:

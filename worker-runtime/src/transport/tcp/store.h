@@ -25,10 +25,12 @@ class StoreServer {
  public:
   // Listens on host:port (port 0: ephemeral, see port()) and serves on a thread of its own.
   // Connections that fail the handshake with `secret` (none: no handshake) are closed and
-  // reported to `log` with their address, at most `handshake_seconds` after they were accepted.
+  // reported to `log` with their address, at most `handshake_seconds` after they were accepted
+  // on `clock` (null: the system's).
   static Result<std::unique_ptr<StoreServer>> start(const std::string& host, int port, JobSecret secret = {},
                                                     AuthLog log = {},
-                                                    double handshake_seconds = kHandshakeTimeoutSeconds);
+                                                    double handshake_seconds = kHandshakeTimeoutSeconds,
+                                                    std::shared_ptr<const Clock> clock = nullptr);
   ~StoreServer();  // stops the thread and closes every connection
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
@@ -40,7 +42,7 @@ class StoreServer {
     std::string in, out;
     std::vector<std::string> waiting_for;  // keys of parked gets, answered in order
   };
-  StoreServer(Fd listener, Fd wake_read, Fd wake_write, HandshakeGate gate);
+  StoreServer(Fd listener, Fd wake_read, Fd wake_write, std::shared_ptr<const Clock> clock, HandshakeGate gate);
   void serve();
   void accept_new();
   bool handle_input(Client& c);  // false: drop the client
@@ -50,6 +52,7 @@ class StoreServer {
   // Constant after construction.
   Fd listener_, wake_read_, wake_write_;
   int port_ = 0;
+  std::shared_ptr<const Clock> clock_;  // the gate's
   // Owned by the serving thread.
   HandshakeGate gate_;  // connections until they have proven the job secret
   std::map<std::string, std::string> data_;
@@ -61,19 +64,27 @@ class StoreClient {
  public:
   // Connects (retrying until `timeout_seconds`: rank 0 may not have started the server yet) and
   // proves `secret` (none: no handshake); set and add fail after the same time. `who` ("rank
-  // 3") and the address name this side in every error.
+  // 3") and the address name this side in every error. Every bound is on `clock` (null: the
+  // system's): the runtime's Env.
   static Result<std::unique_ptr<StoreClient>> connect(const Endpoint& server, double timeout_seconds,
-                                                      std::string who, const JobSecret& secret = {});
+                                                      std::string who, const JobSecret& secret = {},
+                                                      std::shared_ptr<const Clock> clock = nullptr);
   Status set(const std::string& key, const std::string& value);
   // Waits until `key` exists, at most `timeout_seconds`.
   Result<std::string> get(const std::string& key, double timeout_seconds);
   Result<int64_t> add(const std::string& key, int64_t delta);
   // The value, or nullopt when the key does not exist (now: no waiting).
   Result<std::optional<std::string>> try_get(const std::string& key);
+  // The clock its bounds run on (null: the system's); a caller that polls the store uses it too.
+  const Clock* clock() const { return clock_.get(); }
 
  private:
-  StoreClient(Fd fd, Endpoint server, std::string who, double timeout_seconds)
-      : fd_(std::move(fd)), server_(std::move(server)), who_(std::move(who)), timeout_seconds_(timeout_seconds) {}
+  StoreClient(Fd fd, Endpoint server, std::string who, double timeout_seconds, std::shared_ptr<const Clock> clock)
+      : fd_(std::move(fd)),
+        server_(std::move(server)),
+        who_(std::move(who)),
+        timeout_seconds_(timeout_seconds),
+        clock_(std::move(clock)) {}
   Result<std::string> call(const StoreRequest& r, double timeout_seconds);
 
   Mutex mu_;  // one request in flight at a time
@@ -82,6 +93,7 @@ class StoreClient {
   Endpoint server_;
   std::string who_;
   double timeout_seconds_;
+  std::shared_ptr<const Clock> clock_;
 };
 
 }  // namespace korovod::tcp

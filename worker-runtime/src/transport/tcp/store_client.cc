@@ -7,8 +7,9 @@
 namespace korovod::tcp {
 
 Result<std::unique_ptr<StoreClient>> StoreClient::connect(const Endpoint& server, double timeout_seconds,
-                                                          std::string who, const JobSecret& secret) {
-  const Deadline deadline = deadline_after(timeout_seconds);
+                                                          std::string who, const JobSecret& secret,
+                                                          std::shared_ptr<const Clock> clock) {
+  const Deadline deadline = Deadline::after(timeout_seconds, clock.get());
   Result<Fd> fd = connect_to(server, SocketOptions{0}, deadline);
   if (!fd.is_ok()) {
     return Status::unknown(fmt::format("{}: cannot reach the rendezvous store within {} s: {}", who, timeout_seconds,
@@ -17,14 +18,15 @@ Result<std::unique_ptr<StoreClient>> StoreClient::connect(const Endpoint& server
   Status proven = authenticate_to_server(fd->get(), secret, "store", "", deadline,
                                          fmt::format("the rendezvous store at {}", server.to_string()));
   if (!proven.is_ok()) return Status(proven.code(), fmt::format("{}: {}", who, proven.message()));
-  return std::unique_ptr<StoreClient>(new StoreClient(std::move(fd).value(), server, std::move(who), timeout_seconds));
+  return std::unique_ptr<StoreClient>(
+      new StoreClient(std::move(fd).value(), server, std::move(who), timeout_seconds, std::move(clock)));
 }
 
 Result<std::string> StoreClient::call(const StoreRequest& r, double timeout_seconds) {
   MutexLock lock(mu_);
   const std::string where = fmt::format("the rendezvous store at {}", server_.to_string());
   if (!fd_.valid()) return Status::aborted(fmt::format("{}: an earlier call to {} timed out", who_, where));
-  const Deadline deadline = deadline_after(timeout_seconds);
+  const Deadline deadline = Deadline::after(timeout_seconds, clock_.get());
   const std::string frame = encode_request(r);
   Status sent = send_all(fd_.get(), frame.data(), frame.size(), deadline, where);
   for (; sent.is_ok();) {

@@ -13,7 +13,8 @@
 namespace korovod::tcp {
 
 Result<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& host, int port, JobSecret secret,
-                                                        AuthLog log, double handshake_seconds) {
+                                                        AuthLog log, double handshake_seconds,
+                                                        std::shared_ptr<const Clock> clock) {
   Result<Fd> listener = listen_on(host, port, SocketOptions{0}, 256);
   if (!listener.is_ok()) return Status::unknown(fmt::format("rendezvous store: {}", listener.status().message()));
   KOROVOD_RETURN_IF_ERROR(set_nonblocking(listener->get()));
@@ -21,17 +22,19 @@ Result<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& host,
   if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return Status::unknown("rendezvous store: pipe2 failed");
   const int bound = local_port(*listener);
   HandshakeGate gate(std::move(secret), "store", 0, fmt::format("rendezvous store on port {}", bound),
-                     handshake_seconds, std::move(log));
-  std::unique_ptr<StoreServer> s(
-      new StoreServer(std::move(listener).value(), Fd(pipe_fds[0]), Fd(pipe_fds[1]), std::move(gate)));
+                     handshake_seconds, std::move(log), clock.get());
+  std::unique_ptr<StoreServer> s(new StoreServer(std::move(listener).value(), Fd(pipe_fds[0]), Fd(pipe_fds[1]),
+                                                 std::move(clock), std::move(gate)));
   s->thread_ = std::thread([raw = s.get()] { raw->serve(); });
   return s;
 }
 
-StoreServer::StoreServer(Fd listener, Fd wake_read, Fd wake_write, HandshakeGate gate)
+StoreServer::StoreServer(Fd listener, Fd wake_read, Fd wake_write, std::shared_ptr<const Clock> clock,
+                         HandshakeGate gate)
     : listener_(std::move(listener)),
       wake_read_(std::move(wake_read)),
       wake_write_(std::move(wake_write)),
+      clock_(std::move(clock)),
       gate_(std::move(gate)) {
   port_ = local_port(listener_);
 }

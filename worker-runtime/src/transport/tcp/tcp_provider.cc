@@ -27,10 +27,11 @@ Result<std::vector<std::string>> agree(ControlChannel& ctl, const Status& mine, 
 // The secret the set's sockets prove: the configured one, or (share_secret) a fresh one from the
 // set's rank 0 over the control channel. Collective over `ctl` in the second case.
 Result<MeshAuth> set_auth(ControlChannel& ctl, const TcpOptions& options) {
-  if (!options.share_secret) return options.auth;
+  MeshAuth auth = options.auth;
+  if (!auth.clock) auth.clock = options.clock;  // the setup's bounds on the collectives' clock
+  if (!options.share_secret) return auth;
   std::string text = ctl.rank() == 0 ? JobSecret::generate().text() : std::string();
   KOROVOD_RETURN_IF_ERROR(ctl.broadcast_from_root(text));
-  MeshAuth auth = options.auth;
   Result<JobSecret> secret = JobSecret::from_text(text, "the process set's rank 0");
   if (!secret.is_ok()) return secret.status();
   auth.secret = std::move(secret).value();

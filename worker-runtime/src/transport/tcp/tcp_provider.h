@@ -29,8 +29,8 @@ struct TcpOptions {
   bool hierarchical_allreduce = false;
   std::string host_id;
   std::string machine_id;
-  // What timeout_seconds (and the shared-memory waits inside a host) are timed by: the runtime's
-  // Env; null = the system's clock.
+  // What timeout_seconds, the set's connection setup (unless auth.clock says otherwise) and the
+  // shared-memory waits inside a host are timed by: the runtime's Env; null = the system's clock.
   std::shared_ptr<const Clock> clock;
   shm::Geometry shm_geometry;
   // What the set's connections prove (the TCP transport's secret). share_secret: the set's rank

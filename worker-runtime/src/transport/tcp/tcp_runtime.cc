@@ -146,7 +146,7 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   if (!env) env = std::make_shared<SystemEnv>();
   const HostIdentity host = env->host();
   Result<std::shared_ptr<tcp::TcpTransportProvider>> transport =
-      tcp::TcpTransportProvider::create(world, config.tcp_iface, host, tcp::warning_log(config, world.rank));
+      tcp::TcpTransportProvider::create(world, config.tcp_iface, host, tcp::warning_log(config, world.rank), env);
   if (!transport.is_ok()) return transport.status();
   RuntimeOptions options;
   options.config = std::move(config);

@@ -17,16 +17,14 @@ namespace korovod::tcp {
 namespace {
 
 // Seconds until `deadline`, never 0 or less: a store timeout of 0 would mean "wait forever".
-double seconds_left(Deadline deadline) {
-  const std::chrono::duration<double> left = deadline - std::chrono::steady_clock::now();
-  return std::max(left.count(), 0.001);
-}
+double seconds_left(const Deadline& deadline) { return std::max(deadline.seconds_left(), 0.001); }
 
 }  // namespace
 
 Result<std::shared_ptr<TcpTransportProvider>> TcpTransportProvider::create(const TcpWorldConfig& world,
                                                                            const std::string& iface,
-                                                                           const HostIdentity& host, AuthLog log) {
+                                                                           const HostIdentity& host, AuthLog log,
+                                                                           std::shared_ptr<const Clock> clock) {
   std::shared_ptr<TcpTransportProvider> t(new TcpTransportProvider());
   t->iface_ = iface;
   if (!world.job_secret.empty()) {
@@ -39,14 +37,16 @@ Result<std::shared_ptr<TcpTransportProvider>> TcpTransportProvider::create(const
         "docs/runtime-config.md");
   }
   t->auth_.log = std::move(log);
+  t->auth_.clock = std::move(clock);
   t->timeout_seconds_ = world.start_timeout_seconds;
   t->info_.rank = world.rank;
   t->info_.size = world.size;
-  const Deadline deadline = deadline_after(world.start_timeout_seconds);
+  const Deadline deadline = Deadline::after(world.start_timeout_seconds, t->auth_.clock.get());
   const std::string who = fmt::format("rank {}", world.rank);
   if (world.rank == 0 && world.server == RendezvousServer::kRank0) {
     Result<std::unique_ptr<StoreServer>> server =
-        StoreServer::start(world.server_listen_host, world.rendezvous_port, t->auth_.secret, t->auth_.log);
+        StoreServer::start(world.server_listen_host, world.rendezvous_port, t->auth_.secret, t->auth_.log,
+                           kHandshakeTimeoutSeconds, t->auth_.clock);
     if (!server.is_ok()) return server.status();
     t->server_ = std::move(server).value();
   }
@@ -67,7 +67,8 @@ Result<std::shared_ptr<TcpTransportProvider>> TcpTransportProvider::create(const
 Status TcpTransportProvider::elastic_rendezvous(const Endpoint& store, const TcpWorldConfig& world,
                                                 const std::string& host_id) {
   const std::string who = fmt::format("elastic worker {}", world.elastic_worker_id);
-  Result<std::unique_ptr<StoreClient>> client = StoreClient::connect(store, timeout_seconds_, who, auth_.secret);
+  Result<std::unique_ptr<StoreClient>> client =
+      StoreClient::connect(store, timeout_seconds_, who, auth_.secret, auth_.clock);
   if (!client.is_ok()) return client.status();
   store_ = std::move(client).value();
   Result<ElasticRound> round = join_elastic_round(*store_, world.elastic_worker_id, world.elastic_timeout_seconds);
@@ -75,7 +76,7 @@ Status TcpTransportProvider::elastic_rendezvous(const Endpoint& store, const Tcp
   const WorldInfo assigned = round->world;
   info_ = assigned;
   key_prefix_ = fmt::format("r{}/", round->round);
-  KOROVOD_RETURN_IF_ERROR(learn_topology(host_id, hostname_, deadline_after(timeout_seconds_)));
+  KOROVOD_RETURN_IF_ERROR(learn_topology(host_id, hostname_, Deadline::after(timeout_seconds_, auth_.clock.get())));
   // The driver's view of hosts (discovery's names) decides local and cross ranks, as Horovod's
   // elastic driver does; the host identities still decide where shared memory is possible.
   const bool homogeneous = info_.homogeneous;
@@ -97,7 +98,8 @@ std::string TcpTransportProvider::rank_name(int global_rank) const {
 Status TcpTransportProvider::rendezvous(const Endpoint& store, const std::string& host_id, Deadline deadline) {
   const std::string who = fmt::format("rank {}", info_.rank);
   for (;;) {
-    Result<std::unique_ptr<StoreClient>> client = StoreClient::connect(store, seconds_left(deadline), who, auth_.secret);
+    Result<std::unique_ptr<StoreClient>> client =
+        StoreClient::connect(store, seconds_left(deadline), who, auth_.secret, auth_.clock);
     if (!client.is_ok()) return client.status();
     store_ = std::move(client).value();
     Result<int64_t> starts = store_->add(fmt::format("korovod/starts/{}", info_.rank), 1);
@@ -107,7 +109,7 @@ Status TcpTransportProvider::rendezvous(const Endpoint& store, const std::string
       st = learn_topology(host_id, hostname_, deadline);
     }
     // kUnknownError: the connection broke (a timeout is kAborted); start over while time is left.
-    if (st.code() != StatusCode::kUnknownError || std::chrono::steady_clock::now() >= deadline) return st;
+    if (st.code() != StatusCode::kUnknownError || deadline.passed()) return st;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -184,7 +186,7 @@ Result<std::unique_ptr<ControlChannel>> TcpTransportProvider::create_control(con
   std::vector<std::string> names;
   for (int r : global_ranks) names.push_back(rank_name(r));
   auto mesh = std::make_unique<Mesh>(me, std::move(peers).value(), global_ranks, 0.0, "TCP control plane",
-                                     std::move(names), mesh_family_);
+                                     std::move(names), mesh_family_, auth_.clock);
   return std::unique_ptr<ControlChannel>(std::make_unique<MeshControl>(std::move(mesh)));
 }
 

@@ -31,14 +31,18 @@ namespace korovod::tcp {
 class TcpTransportProvider final : public TransportProvider {
  public:
   // `log` hears of refused connections (and rank 0's warning when there is no secret). `host`
-  // (Env::host) is this rank's identity and hostname where the world leaves them "".
+  // (Env::host) is this rank's identity and hostname where the world leaves them "". Every bound
+  // of the start and of the control channels' setup (the start timeout, connecting, handshakes,
+  // the store's requests, the elastic join) runs on `clock`: the runtime's Env (null: the
+  // system's clock).
   static Result<std::shared_ptr<TcpTransportProvider>> create(const TcpWorldConfig& world, const std::string& iface,
-                                                              const HostIdentity& host, AuthLog log = {});
+                                                              const HostIdentity& host, AuthLog log = {},
+                                                              std::shared_ptr<const Clock> clock = nullptr);
   std::string name() const override { return "TCP"; }
   WorldInfo world() const override { return info_; }
   Result<std::unique_ptr<ControlChannel>> create_control(const std::vector<int>& global_ranks, int set_id) override;
   void abort_job(int exit_code) override;
-  // The secret and log every mesh of this job uses (the TCP data plane's too).
+  // The secret, log and clock every mesh of this job uses (the TCP data plane's too).
   const MeshAuth& auth() const { return auth_; }
   // Elastic mode, once the runtime on top has started: elastic/<round>/ready/<worker_id>.
   Status mark_elastic_ready(const std::string& worker_id);
