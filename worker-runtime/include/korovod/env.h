@@ -1,13 +1,14 @@
 // The runtime's environment as a seam (leveldb's Env): time -- stamps, sleeps and the bounded
 // waits every timeout is built on --, the files the engine writes (timeline, autotune log) and
-// the host this process runs on (hostname, kernel boot id). The start paths
-// (mpi_runtime_options, tcp_runtime_options) take one, read the host identity from it once, hand
-// it to the data planes as the clock of their collective bounds (shared-memory waits, the TCP
-// mesh's no-progress bound) and of the TCP transport's setup (start timeout, connecting, the
-// job-secret handshake, the rendezvous store, the elastic join), and to RuntimeOptions::env for
-// the engine; tests pass a fake whose
-// time they move by hand, whose files are strings and whose host they name, so a timeout is
-// tested without waiting for it and several "hosts" run as threads of one process.
+// the host this process runs on (hostname, kernel boot id, whether a process of it is alive).
+// The start paths (mpi_runtime_options, tcp_runtime_options) take one, read the host identity
+// from it once, hand it to the data planes as the clock of their collective bounds
+// (shared-memory waits, the TCP mesh's no-progress bound) and of the TCP transport's setup
+// (start timeout, connecting, the job-secret handshake, the rendezvous store, the elastic join),
+// and for the shared memory's liveness looks, and to RuntimeOptions::env for the engine; tests
+// pass a fake whose time they move by hand, whose files are strings, whose host they name and
+// whose processes they declare gone, so a timeout or a dead peer is tested without waiting or
+// killing, and several "hosts" run as threads of one process.
 #pragma once
 
 #include <chrono>
@@ -47,6 +48,9 @@ class Env : public Clock {
  public:
   // Read when a start path asks (not cached: a test's UTS namespace may rename the host).
   virtual HostIdentity host() const = 0;
+  // Whether process `pid` of this host still runs: not gone, not a zombie (a killed process is
+  // one until its parent reaps it). The shared-memory plane's look at the peer it waits for.
+  virtual bool process_alive(int pid) const = 0;
   // Blocks for `d` of this Env's time.
   virtual void sleep_for(std::chrono::nanoseconds d) = 0;
   // Waits on `cv` (with `lock` held on entry and on return) until it is notified, woken
@@ -90,6 +94,7 @@ class SystemEnv final : public Env {
   }
   Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) override;  // core/env.cc
   HostIdentity host() const override;                                                        // core/env.cc
+  bool process_alive(int pid) const override;                                                // core/env.cc: /proc
 };
 
 }  // namespace korovod

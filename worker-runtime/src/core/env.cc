@@ -1,6 +1,7 @@
 #include "korovod/env.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -50,6 +51,17 @@ HostIdentity SystemEnv::host() const {
   h.hostname = gethostname(name, sizeof name - 1) == 0 && name[0] != '\0' ? name : "localhost";
   std::ifstream("/proc/sys/kernel/random/boot_id") >> h.boot_id;
   return h;
+}
+
+bool SystemEnv::process_alive(int pid) const {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  // The state follows the command name, which is in parentheses and may contain any of them.
+  const size_t paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() ||
+         (line[paren + 2] != 'Z' && line[paren + 2] != 'X');
 }
 
 }  // namespace korovod

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -28,6 +29,15 @@ class FakeEnv final : public Env {
 
   TimePoint now() const override { return TimePoint(std::chrono::nanoseconds(now_ns_.load())); }
   HostIdentity host() const override { return host_; }
+  // Every process is alive until the test says it is gone.
+  bool process_alive(int pid) const override {
+    std::lock_guard lock(gone_mu_);
+    return gone_.count(pid) == 0;
+  }
+  void set_process_gone(int pid) {
+    std::lock_guard lock(gone_mu_);
+    gone_.insert(pid);
+  }
   int64_t wall_micros() const override { return 1'800'000'000'000'000 + now_ns_.load() / 1000; }
   void advance(std::chrono::nanoseconds d) { now_ns_.fetch_add(d.count()); }
   // Calls of wait_until so far: a test waits for the code under test to be inside a wait (its
@@ -66,6 +76,8 @@ class FakeEnv final : public Env {
   const HostIdentity host_;
   std::atomic<int64_t> now_ns_{1'000'000'000};  // 1 s past the epoch: no time point is 0
   std::atomic<int64_t> wait_calls_{0};
+  mutable std::mutex gone_mu_;
+  std::set<int> gone_;
 
   class File final : public WritableFile {
    public:
@@ -104,6 +116,7 @@ class NamedHostEnv final : public Env {
  public:
   explicit NamedHostEnv(HostIdentity host) : host_(std::move(host)) {}
   HostIdentity host() const override { return host_; }
+  bool process_alive(int pid) const override { return system_.process_alive(pid); }
   TimePoint now() const override { return system_.now(); }
   int64_t wall_micros() const override { return system_.wall_micros(); }
   void sleep_for(std::chrono::nanoseconds d) override { system_.sleep_for(d); }

@@ -36,24 +36,24 @@ tcp::TcpOptions tcp_options_for(const Config& config, const DataPlanePlan& plan,
 
 ControlPlane ControlPlane::over_mpi(std::shared_ptr<TransportProvider> transport,
                                     std::shared_ptr<BackendProvider> mpi_backends, const std::string& host_id,
-                                    const HostIdentity& host, std::shared_ptr<const Clock> clock) {
+                                    const HostIdentity& host, std::shared_ptr<const Env> env) {
   ControlPlane c;
   c.kind_ = ControlPlaneKind::kMpi;
   c.transport_ = std::move(transport);
   c.mpi_backends_ = std::move(mpi_backends);
   c.host_id_ = host_id.empty() ? host.id() : host_id;
   c.machine_id_ = host.id();
-  c.clock_ = std::move(clock);
+  c.env_ = std::move(env);
   return c;
 }
 
 ControlPlane ControlPlane::over_tcp(std::shared_ptr<tcp::TcpTransportProvider> transport, const HostIdentity& host,
-                                    std::shared_ptr<const Clock> clock) {
+                                    std::shared_ptr<const Env> env) {
   ControlPlane c;
   c.kind_ = ControlPlaneKind::kTcp;
   c.host_id_ = transport->host_id();
   c.machine_id_ = host.id();
-  c.clock_ = std::move(clock);
+  c.env_ = std::move(env);
   c.transport_ = transport;
   c.tcp_ = std::move(transport);
   return c;
@@ -73,7 +73,7 @@ Result<std::vector<std::shared_ptr<BackendProvider>>> build_data_planes(const Co
   std::shared_ptr<BackendProvider> tcp_backends;
   if (plan->has(DataPlane::kTcp)) {
     tcp::TcpOptions options = tcp_options_for(config, *plan, host_id, control.machine_id_);
-    options.clock = control.clock_;
+    options.env = control.env_;
     if (control.tcp_) {
       options.auth = control.tcp_->auth();
       options.family = control.tcp_->mesh_family();
@@ -109,7 +109,7 @@ Result<std::vector<std::shared_ptr<BackendProvider>>> build_data_planes(const Co
       case DataPlane::kShm:
         providers.push_back(std::make_shared<shm::ShmBackendProvider>(control.transport_, shm::geometry_from(config),
                                                                       plan->shm_forced, control.machine_id_,
-                                                                      control.clock_));
+                                                                      control.env_));
         break;
       case DataPlane::kTcp:
         providers.push_back(tcp_backends);

@@ -23,20 +23,21 @@ class TcpTransportProvider;
 class ControlPlane {
  public:
   // `host` is this rank's machine (Env::host, read once by the start path): shared memory
-  // compares host.id(), which only ranks sharing a kernel have in common. `clock` (the start
-  // path's Env) times the data planes' collective bounds (shared-memory and TCP waits).
+  // compares host.id(), which only ranks sharing a kernel have in common. `env` (the start
+  // path's) times the data planes' collective bounds (shared-memory and TCP waits) and answers
+  // the shared memory's liveness looks.
   //
   // mpirun: MPI negotiates; `mpi_backends` is MPI's own data plane (the fallback). Under MPI the
   // world names no host identity (MPI found the local ranks itself), so `host_id` is Config's
   // KOROVOD_HOST_ID override, "" = host.id().
   static ControlPlane over_mpi(std::shared_ptr<TransportProvider> transport,
                                std::shared_ptr<BackendProvider> mpi_backends, const std::string& host_id,
-                               const HostIdentity& host, std::shared_ptr<const Clock> clock);
+                               const HostIdentity& host, std::shared_ptr<const Env> env);
   // A rendezvous store: TCP negotiates, and its job secret and mesh family are shared with the
   // TCP data plane. The data planes group ranks into hosts by the identity the transport
   // published (TcpTransportProvider::host_id), as the world's topology did.
   static ControlPlane over_tcp(std::shared_ptr<tcp::TcpTransportProvider> transport, const HostIdentity& host,
-                               std::shared_ptr<const Clock> clock);
+                               std::shared_ptr<const Env> env);
 
   ControlPlaneKind kind() const { return kind_; }
   const std::shared_ptr<TransportProvider>& transport() const { return transport_; }
@@ -49,7 +50,7 @@ class ControlPlane {
   std::shared_ptr<TransportProvider> transport_;
   std::string host_id_;     // groups ranks into hosts (hierarchical planes, NCCL)
   std::string machine_id_;  // HostIdentity::id(): shared memory
-  std::shared_ptr<const Clock> clock_;
+  std::shared_ptr<const Env> env_;
   std::shared_ptr<BackendProvider> mpi_backends_;     // kMpi
   std::shared_ptr<tcp::TcpTransportProvider> tcp_;  // kTcp: the same object as transport_
 };

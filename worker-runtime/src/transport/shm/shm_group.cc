@@ -27,7 +27,7 @@ constexpr int kSpins = 256;
 // without a futex round trip; a peer that is busy elsewhere (computing, or waiting itself) is
 // waited for asleep, at no CPU cost.
 constexpr auto kYieldFor = std::chrono::microseconds(50);
-// How often a waiter looks at /proc for a dead peer: bounds the error latency after a crash. A
+// How often a waiter looks for a dead peer (Env::process_alive): bounds the error latency after a crash. A
 // sleeping waiter wakes this often for it (a dead peer posts nothing).
 constexpr auto kLivenessPeriod = std::chrono::milliseconds(20);
 
@@ -46,27 +46,16 @@ inline void cpu_relax() {
 #endif
 }
 
-// A killed process is first a zombie (kill(pid, 0) still succeeds) until its parent reaps it.
-bool process_alive(pid_t pid) {
-  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
-  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  size_t paren = line.rfind(')');
-  return paren == std::string::npos || paren + 2 >= line.size() ||
-         (line[paren + 2] != 'Z' && line[paren + 2] != 'X');
-}
-
 }  // namespace
 
 Group::Group(int rank, std::vector<Segment> segments, std::vector<pid_t> pids, Geometry geometry,
-             std::vector<std::string> names, std::shared_ptr<const Clock> clock)
+             std::vector<std::string> names, std::shared_ptr<const Env> env)
     : rank_(rank),
       segments_(std::move(segments)),
       pids_(std::move(pids)),
       geometry_(geometry),
       names_(std::move(names)),
-      clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()) {
+      env_(env ? std::move(env) : std::make_shared<SystemEnv>()) {
   pidfds_.assign(pids_.size(), -1);
   for (size_t r = 0; r < pids_.size(); ++r) {
     if (static_cast<int>(r) != rank_) pidfds_[r] = static_cast<int>(syscall(SYS_pidfd_open, pids_[r], 0));
@@ -85,7 +74,7 @@ bool Group::peer_exited() const {
     if (static_cast<int>(r) == rank_) continue;
     if (pidfds_[r] >= 0) {
       fds.push_back({pidfds_[r], POLLIN, 0});
-    } else if (!process_alive(pids_[r])) {
+    } else if (!env_->process_alive(pids_[r])) {
       return true;
     }
   }
@@ -122,7 +111,7 @@ Status Group::check_peers(int waited_for, Counter c, uint64_t target) {
     return Status::aborted(fmt::format("shared-memory collective: {} failed (waiting for {})", name(r),
                                        name(waited_for)));
   }
-  const auto now = clock_->now();
+  const auto now = env_->now();
   if (now < next_liveness_check_) return Status::ok();
   next_liveness_check_ = now + kLivenessPeriod;
   // Only the rank we wait for: a peer that already has everything it needs may legitimately be
@@ -130,7 +119,7 @@ Status Group::check_peers(int waited_for, Counter c, uint64_t target) {
   // that rank's abort flag above.
   // Re-read the counter after the liveness check: the peer may have posted and then exited
   // (legitimately) between our last load and now; its segment stays mapped, so the data is good.
-  if (!process_alive(pids_[waited_for]) && segments_[waited_for].counter(c).load(std::memory_order_acquire) < target) {
+  if (!env_->process_alive(pids_[waited_for]) && segments_[waited_for].counter(c).load(std::memory_order_acquire) < target) {
     failed_ = true;
     abort_all(waited_for);
     return Status::aborted(fmt::format("shared-memory collective: lost {} (pid {}): the process has died",
@@ -168,7 +157,7 @@ Status Group::wait(int rank, Counter c, uint64_t target) {
     std::atomic<int>& w;
     ~NotWaiting() { w.store(-1, std::memory_order_seq_cst); }
   } not_waiting{waiting_for_};
-  const Steady::time_point slow_since = clock_->now();
+  const Steady::time_point slow_since = env_->now();
   Steady::time_point give_up = Steady::time_point::max();
   if (geometry_.wait_timeout_seconds > 0) {
     give_up = slow_since + std::chrono::duration_cast<Steady::duration>(
@@ -187,7 +176,7 @@ Status Group::wait(int rank, Counter c, uint64_t target) {
             "{}: shared-memory collective: lost {} (pid {}): it did not arrive (alive but "
             "stopped or stuck)", why_, name(rank), pids_[rank]));
       }
-      now = clock_->now();
+      now = env_->now();
       if (now >= give_up && word.load(std::memory_order_acquire) < target) {
         failed_ = true;
         abort_all(rank);
@@ -282,7 +271,7 @@ void Group::sleep_idle(uint64_t seen, double timeout_seconds) {
   using Steady = std::chrono::steady_clock;
   const Segment& mine = segments_[rank_];
   const Steady::time_point until =
-      clock_->now() + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(timeout_seconds));
+      env_->now() + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(timeout_seconds));
   // Counted among the sleepers first, then the checks: a peer that posts a control round after
   // them sees the count and rings; one that posted before is seen by control_round_pending.
   mine.sleepers(Counter::kIdleBell).fetch_add(1, std::memory_order_seq_cst);
@@ -291,7 +280,7 @@ void Group::sleep_idle(uint64_t seen, double timeout_seconds) {
   // otherwise learn of it only at its next stall check, up to a second later.
   for (;;) {
     if (bell() != seen || control_round_pending()) break;
-    const Steady::time_point now = clock_->now();
+    const Steady::time_point now = env_->now();
     if (now >= until) break;
     futex_wait(mine.futex_word(Counter::kIdleBell), static_cast<uint32_t>(seen),
                std::min<Steady::duration>(until - now, kIdleLivenessPeriod));

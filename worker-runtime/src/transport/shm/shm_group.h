@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "korovod/clock.h"
+#include "korovod/env.h"
 #include "transport/shm/shm_segment.h"
 #include "transport/shm/store_chooser.h"
 
@@ -44,11 +44,12 @@ struct Geometry {
 class Group {
  public:
   // names[r]: what errors call set rank r ("rank 5 on host a"); empty = "rank r of the process set".
-  // `clock` (null = the system's) times the wait bound, the liveness looks and the idle sleep:
+  // `env` (null = the system's) times the wait bound, the liveness looks and the idle sleep, and
+  // says whether a peer's process is still alive (the liveness look):
   // the runtime's Env. The futex sleeps themselves are real, in slices of at most 100 ms, each
   // followed by a look at the clock.
   Group(int rank, std::vector<Segment> segments, std::vector<pid_t> pids, Geometry geometry,
-        std::vector<std::string> names = {}, std::shared_ptr<const Clock> clock = nullptr);
+        std::vector<std::string> names = {}, std::shared_ptr<const Env> env = nullptr);
   ~Group();
   Group(const Group&) = delete;
   Group& operator=(const Group&) = delete;
@@ -109,7 +110,7 @@ class Group {
   std::vector<pid_t> pids_;
   Geometry geometry_;
   std::vector<std::string> names_;
-  std::shared_ptr<const Clock> clock_;
+  std::shared_ptr<const Env> env_;
   bool failed_ = false;
   std::chrono::steady_clock::time_point next_liveness_check_{};
   // pidfd_open of each peer (-1: this rank, or none to be had: then /proc is read instead);

@@ -20,9 +20,9 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Both ranks of a two-rank group over two fresh segments (each rank maps both), timed by `clock`.
+// Both ranks of a two-rank group over two fresh segments (each rank maps both), on `env`.
 std::pair<std::unique_ptr<Group>, std::unique_ptr<Group>> group_of_two(double wait_timeout_seconds,
-                                                                       std::shared_ptr<const Clock> clock) {
+                                                                       std::shared_ptr<const Env> env) {
   Geometry g;
   g.slot_bytes = 4096;
   g.slots = 2;
@@ -40,8 +40,8 @@ std::pair<std::unique_ptr<Group>, std::unique_ptr<Group>> group_of_two(double wa
   }
   const std::vector<pid_t> pids{getpid(), getpid()};
   const std::vector<std::string> names{"rank 0 on host a", "rank 1 on host b"};
-  return {std::make_unique<Group>(0, std::move(views[0]), pids, g, names, clock),
-          std::make_unique<Group>(1, std::move(views[1]), pids, g, names, clock)};
+  return {std::make_unique<Group>(0, std::move(views[0]), pids, g, names, env),
+          std::make_unique<Group>(1, std::move(views[1]), pids, g, names, env)};
 }
 
 TEST(ShmGroup, AWaitForAPeerThatNeverPostsEndsAtTheBoundOnTheEnvsClock) {
@@ -76,6 +76,35 @@ TEST(ShmGroup, APostEndsTheWaitWithoutTheClockMoving) {
   EXPECT_LT(std::chrono::steady_clock::now() - posted, milliseconds(500));
   EXPECT_TRUE(status.is_ok()) << status.to_string();
   EXPECT_FALSE(group->failed());
+}
+
+TEST(ShmGroup, APeerWhoseProcessIsGoneIsNamedAtTheNextLivenessLook) {
+  auto env = std::make_shared<korovod::testing::FakeEnv>();
+  auto [group, peer] = group_of_two(60, env);
+  ASSERT_NE(group, nullptr);
+  std::atomic<bool> done{false};
+  Status status;
+  std::thread t([&, &group = group] {
+    status = group->wait(1, Counter::kPosted, 1);
+    done = true;
+  });
+  std::this_thread::sleep_for(milliseconds(100));  // waiting; its first look found rank 1 alive
+  EXPECT_FALSE(done.load()) << status.to_string();
+  env->set_process_gone(getpid());                   // both "ranks" are this process
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_FALSE(done.load()) << "looked again before the liveness period passed on the Env's clock";
+  const auto looked = std::chrono::steady_clock::now();
+  env->advance(milliseconds(25));  // past the 20 ms between looks
+  for (int i = 0; i < 5000 && !done.load(); ++i) std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_TRUE(done.load()) << "the wait did not see rank 1's process gone";
+  if (!done.load()) env->advance(std::chrono::hours(1));  // past the wait bound: ends the thread
+  t.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - looked, milliseconds(1000));
+  EXPECT_EQ(status.code(), StatusCode::kAborted);
+  EXPECT_NE(status.message().find(fmt::format("lost rank 1 on host b (pid {}): the process has died", getpid())),
+            std::string::npos)
+      << status.message();
+  EXPECT_TRUE(group->failed());
 }
 
 }  // namespace

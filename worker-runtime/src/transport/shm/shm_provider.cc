@@ -67,7 +67,7 @@ Result<std::unique_ptr<Backend>> ShmBackendProvider::create_backend(const std::v
   std::vector<std::string> rank_names;
   for (int r : global_ranks) rank_names.push_back(transport_->rank_name(r));
   auto group = std::make_unique<Group>(ctl.rank(), std::move(segments), std::move(pids), geometry_,
-                                       std::move(rank_names), clock_);
+                                       std::move(rank_names), env_);
   return std::unique_ptr<Backend>(std::make_unique<ShmBackend>(std::move(group)));
 }
 

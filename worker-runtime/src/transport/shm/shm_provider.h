@@ -19,14 +19,15 @@ class ShmBackendProvider final : public BackendProvider {
   // error; otherwise the set quietly uses the next backend. `machine_id`: this rank's
   // Env::host().id() (not KOROVOD_HOST_ID: only ranks that share a kernel can map each other's
   // segments); a set whose members name different machines gets no shared memory.
-  // `clock`: what the groups' waits are timed by (the runtime's Env; null = the system's).
+  // `env`: what the groups' waits are timed by and their liveness looks ask (the runtime's Env;
+  // null = the system's).
   ShmBackendProvider(std::shared_ptr<TransportProvider> transport, Geometry geometry, bool forced,
-                     std::string machine_id, std::shared_ptr<const Clock> clock = nullptr)
+                     std::string machine_id, std::shared_ptr<const Env> env = nullptr)
       : transport_(std::move(transport)),
         geometry_(geometry),
         forced_(forced),
         machine_id_(std::move(machine_id)),
-        clock_(std::move(clock)) {}
+        env_(std::move(env)) {}
   std::string name() const override { return "SHM"; }
   Result<std::unique_ptr<Backend>> create_backend(const std::vector<int>& global_ranks, int set_id) override;
 
@@ -35,7 +36,7 @@ class ShmBackendProvider final : public BackendProvider {
   Geometry geometry_;
   bool forced_;
   std::string machine_id_;
-  std::shared_ptr<const Clock> clock_;
+  std::shared_ptr<const Env> env_;
   int created_ = 0;  // segments created by this provider: part of the unique name
 };
 

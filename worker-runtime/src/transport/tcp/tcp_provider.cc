@@ -28,7 +28,7 @@ Result<std::vector<std::string>> agree(ControlChannel& ctl, const Status& mine, 
 // set's rank 0 over the control channel. Collective over `ctl` in the second case.
 Result<MeshAuth> set_auth(ControlChannel& ctl, const TcpOptions& options) {
   MeshAuth auth = options.auth;
-  if (!auth.clock) auth.clock = options.clock;  // the setup's bounds on the collectives' clock
+  if (!auth.clock) auth.clock = options.env;  // the setup's bounds on the collectives' clock
   if (!options.share_secret) return auth;
   std::string text = ctl.rank() == 0 ? JobSecret::generate().text() : std::string();
   KOROVOD_RETURN_IF_ERROR(ctl.broadcast_from_root(text));
@@ -67,14 +67,14 @@ Result<std::unique_ptr<Backend>> TcpBackendProvider::create_flat(ControlChannel&
   std::vector<std::string> names;
   for (int r : global_ranks) names.push_back(transport_->rank_name(r));
   auto mesh = std::make_unique<Mesh>(ctl.rank(), std::move(peers).value(), global_ranks, options_.timeout_seconds,
-                                     "TCP backend", std::move(names), options_.family, options_.clock);
+                                     "TCP backend", std::move(names), options_.family, options_.env);
   return std::unique_ptr<Backend>(std::make_unique<TcpBackend>(std::move(mesh), options_.segment_bytes));
 }
 
 Result<std::unique_ptr<Backend>> TcpBackendProvider::create_hierarchical(const HostGroups& groups, int set_id,
                                                                          std::unique_ptr<Backend> flat) {
   shm::ShmBackendProvider shm_provider(transport_, options_.shm_geometry, /*forced=*/true, options_.machine_id,
-                                       options_.clock);
+                                       options_.env);
   Result<std::unique_ptr<Backend>> local = shm_provider.create_backend(groups.local, set_id);
   if (!local.is_ok()) return local.status();
   Result<std::unique_ptr<ControlChannel>> cross_ctl = transport_->create_control(groups.cross, set_id);

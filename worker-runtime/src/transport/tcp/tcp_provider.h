@@ -30,8 +30,9 @@ struct TcpOptions {
   std::string host_id;
   std::string machine_id;
   // What timeout_seconds, the set's connection setup (unless auth.clock says otherwise) and the
-  // shared-memory waits inside a host are timed by: the runtime's Env; null = the system's clock.
-  std::shared_ptr<const Clock> clock;
+  // shared-memory waits inside a host are timed by, and what the shared memory's liveness looks
+  // ask: the runtime's Env; null = the system's.
+  std::shared_ptr<const Env> env;
   shm::Geometry shm_geometry;
   // What the set's connections prove (the TCP transport's secret). share_secret: the set's rank
   // 0 generates a fresh secret and broadcasts it over the control channel before any socket is
