@@ -17,14 +17,14 @@ using Clock = std::chrono::steady_clock;
 class Candidate {
  public:
   Candidate(const std::string& ns, const std::string& lease, const std::string& identity,
-            bool release_on_stop)
+            bool release_on_stop, std::chrono::seconds lease_duration = 3s)
       : client_(make_client()) {
     LeaderElectionConfig c;
     c.lease_namespace = ns;
     c.lease_name = lease;
     c.identity = identity;
-    c.lease_duration = 3s;
-    c.renew_deadline = 2s;
+    c.lease_duration = lease_duration;
+    c.renew_deadline = lease_duration * 2 / 3;
     c.retry_period = 1s;
     c.release_on_stop = release_on_stop;
     c.on_started_leading = [] {};
@@ -94,14 +94,18 @@ TEST_F(LeaderElectionIntegrationTest, OneLeadsAndTheOtherTakesOverWithinTheLease
 }
 
 TEST_F(LeaderElectionIntegrationTest, ReleasedLeaseIsTakenWithoutWaitingForExpiry) {
+  // A lease far longer than a release and the follower's next retry (1 s) take, even when every
+  // request is slow (under ASan on a loaded machine a release took 4 s): taking over before it
+  // could expire is then only possible through the release.
+  constexpr auto kLease = 20s;
   std::unique_ptr<Candidate> c[2] = {
-      std::make_unique<Candidate>(ns_->name(), "lock", "candidate-a", true),
-      std::make_unique<Candidate>(ns_->name(), "lock", "candidate-b", true)};
+      std::make_unique<Candidate>(ns_->name(), "lock", "candidate-a", true, kLease),
+      std::make_unique<Candidate>(ns_->name(), "lock", "candidate-b", true, kLease)};
   const int leader = single_leader(*c[0], *c[1], 1s);
   const auto stopped = Clock::now();
   c[leader]->stop();
-  ASSERT_TRUE(eventually([&] { return c[1 - leader]->leads(); }, 10s));
-  EXPECT_LT(Clock::now() - stopped, 3s);  // sooner than the 3 s lease could expire
+  ASSERT_TRUE(eventually([&] { return c[1 - leader]->leads(); }, kLease));
+  EXPECT_LT(Clock::now() - stopped, kLease);  // sooner than the lease could expire
 }
 
 }  // namespace
