@@ -30,10 +30,24 @@ TEST_F(Crash, KillNineDuringTwentyLifecycles) {
     op = std::make_unique<OperatorProcess>(operator_args(ns()), "crash-" + ns());
   };
   start();
+  // Whether the running operator has synced its caches and started its workers.
+  auto working = [&] {
+    std::lock_guard lock(mu);
+    return op->log().find("caches synced; starting workers") != std::string::npos;
+  };
   std::thread killer([&] {
     std::mt19937 rng(std::random_device{}());
-    while (!stop) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 1700));
+    for (int round = 0; !stop; ++round) {
+      if (round % 3 == 2) {
+        // Every third kill lands in the start itself (listing, syncing, the first reconciles).
+        std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 300));
+      } else {
+        // The others 0.3-2 s into its work: counted from when it works, not from its start, so
+        // an operator that starts slowly (a sanitized build on a loaded machine) still makes
+        // progress between kills.
+        for (int i = 0; i < 600 && !stop && !working(); ++i) std::this_thread::sleep_for(100ms);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 1700));
+      }
       if (stop) break;
       std::lock_guard lock(mu);
       op->signal(SIGKILL);
