@@ -44,6 +44,20 @@ std::pair<std::unique_ptr<Group>, std::unique_ptr<Group>> group_of_two(double wa
           std::make_unique<Group>(1, std::move(views[1]), pids, g, names, env)};
 }
 
+// Rank 0 waiting for rank 1's first post, on a thread of its own.
+struct BackgroundWait {
+  explicit BackgroundWait(Group& g) : thread([this, &g] {
+    status = g.wait(1, Counter::kPosted, 1);
+    done = true;
+  }) {}
+  ~BackgroundWait() {
+    if (thread.joinable()) thread.join();
+  }
+  std::atomic<bool> done{false};
+  Status status;
+  std::thread thread;  // last: starts once the fields above exist
+};
+
 TEST(ShmGroup, AWaitForAPeerThatNeverPostsEndsAtTheBoundOnTheEnvsClock) {
   auto env = std::make_shared<korovod::testing::FakeEnv>();
   auto [group, peer] = group_of_two(60, env);
@@ -60,21 +74,16 @@ TEST(ShmGroup, APostEndsTheWaitWithoutTheClockMoving) {
   auto env = std::make_shared<korovod::testing::FakeEnv>();
   auto [group, peer] = group_of_two(60, env);
   ASSERT_NE(group, nullptr);
-  std::atomic<bool> done{false};
-  Status status;
-  std::thread t([&, &group = group] {
-    status = group->wait(1, Counter::kPosted, 1);
-    done = true;
-  });
+  BackgroundWait w(*group);
   std::this_thread::sleep_for(milliseconds(50));
   env->advance(std::chrono::seconds(30));  // past the spins and yields: asleep on the futex
   std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_FALSE(done.load());
+  EXPECT_FALSE(w.done.load());
   const auto posted = std::chrono::steady_clock::now();
   peer->post(Counter::kPosted, 1);  // rank 1's post wakes the sleeper on its counter
-  t.join();
+  w.thread.join();
   EXPECT_LT(std::chrono::steady_clock::now() - posted, milliseconds(500));
-  EXPECT_TRUE(status.is_ok()) << status.to_string();
+  EXPECT_TRUE(w.status.is_ok()) << w.status.to_string();
   EXPECT_FALSE(group->failed());
 }
 
@@ -82,28 +91,23 @@ TEST(ShmGroup, APeerWhoseProcessIsGoneIsNamedAtTheNextLivenessLook) {
   auto env = std::make_shared<korovod::testing::FakeEnv>();
   auto [group, peer] = group_of_two(60, env);
   ASSERT_NE(group, nullptr);
-  std::atomic<bool> done{false};
-  Status status;
-  std::thread t([&, &group = group] {
-    status = group->wait(1, Counter::kPosted, 1);
-    done = true;
-  });
+  BackgroundWait w(*group);
   std::this_thread::sleep_for(milliseconds(100));  // waiting; its first look found rank 1 alive
-  EXPECT_FALSE(done.load()) << status.to_string();
+  EXPECT_FALSE(w.done.load()) << w.status.to_string();
   env->set_process_gone(getpid());                   // both "ranks" are this process
   std::this_thread::sleep_for(milliseconds(100));
-  EXPECT_FALSE(done.load()) << "looked again before the liveness period passed on the Env's clock";
+  EXPECT_FALSE(w.done.load()) << "looked again before the liveness period passed on the Env's clock";
   const auto looked = std::chrono::steady_clock::now();
   env->advance(milliseconds(25));  // past the 20 ms between looks
-  for (int i = 0; i < 5000 && !done.load(); ++i) std::this_thread::sleep_for(milliseconds(1));
-  EXPECT_TRUE(done.load()) << "the wait did not see rank 1's process gone";
-  if (!done.load()) env->advance(std::chrono::hours(1));  // past the wait bound: ends the thread
-  t.join();
+  for (int i = 0; i < 5000 && !w.done.load(); ++i) std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_TRUE(w.done.load()) << "the wait did not see rank 1's process gone";
+  if (!w.done.load()) env->advance(std::chrono::hours(1));  // past the wait bound: ends the thread
+  w.thread.join();
   EXPECT_LT(std::chrono::steady_clock::now() - looked, milliseconds(1000));
-  EXPECT_EQ(status.code(), StatusCode::kAborted);
-  EXPECT_NE(status.message().find(fmt::format("lost rank 1 on host b (pid {}): the process has died", getpid())),
+  EXPECT_EQ(w.status.code(), StatusCode::kAborted);
+  EXPECT_NE(w.status.message().find(fmt::format("lost rank 1 on host b (pid {}): the process has died", getpid())),
             std::string::npos)
-      << status.message();
+      << w.status.message();
   EXPECT_TRUE(group->failed());
 }
 
