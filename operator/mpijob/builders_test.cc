@@ -67,6 +67,14 @@ TEST(Builders, OverridesGolden) {
   testing::expect_golden("overrides", all_objects(job, opts));
 }
 
+TEST(Builders, TheLauncherJobHasNoTtlOfItsOwn) {
+  MPIJob job(pi_job(2, "OpenMPI"));
+  apply_defaults(job);
+  ASSERT_TRUE(job.ttl_seconds_after_finished().has_value());  // the fixture sets 60 s
+  const kube::Object launcher = build_launcher_job(job, {});
+  EXPECT_FALSE(launcher["spec"].contains("ttlSecondsAfterFinished")) << launcher["spec"].dump();
+}
+
 TEST(Builders, HostfileFormats) {
   MPIJob job(pi_job(2, "Intel"));
   apply_defaults(job);

@@ -80,7 +80,10 @@ kube::Object build_launcher_job(const MPIJob& job, const BuildOptions& opts) {
   meta["labels"] = {{"app", job.name()}};
   kube::Object spec = {{"template", build_launcher_pod_template(job, opts)},
                        {"podReplacementPolicy", "Failed"}};
-  if (auto ttl = job.ttl_seconds_after_finished()) spec["ttlSecondsAfterFinished"] = *ttl;
+  // No ttlSecondsAfterFinished of its own (mpi-operator copies the MPIJob's): korovod deletes
+  // the whole MPIJob at its TTL, the Job with it. A Job TTL could delete the finished launcher
+  // before the operator recorded its outcome; the next reconcile, seeing no launcher, would
+  // start the job again (seen under ASan with a 1 s TTL: the success lost, the job re-run).
   if (auto ads = job.active_deadline_seconds()) spec["activeDeadlineSeconds"] = *ads;
   if (auto bl = job.backoff_limit()) spec["backoffLimit"] = *bl;
   if (job.suspended()) spec["suspend"] = true;

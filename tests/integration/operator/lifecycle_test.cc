@@ -195,6 +195,14 @@ TEST_F(Lifecycle, TtlDeletesTheMPIJob) {
   // machine): the Event the operator records on success outlives the job and says the same.
   ASSERT_TRUE(wait_for([&] { return has_event(c(), ns(), "ttl", "MPIJobSucceeded"); }, 60s));
   EXPECT_TRUE(wait_for([&] { return !try_get(c(), kMPIJobs, ns(), "ttl").has_value(); }, 20s));
+  // One launcher pod, ever: the finished job was not started again. (When the launcher Job
+  // carried the TTL too, Kubernetes could delete it before the operator saw it finish, and the
+  // operator made a new one: seen under ASan.)
+  int launcher_pods_created = 0;
+  for (const auto& e : events_for(c(), ns(), "ttl-launcher")) {
+    if (e.value("reason", "") == "SuccessfulCreate") launcher_pods_created += e.value("count", 1);
+  }
+  EXPECT_EQ(launcher_pods_created, 1);
 }
 
 TEST_F(Lifecycle, ManagedByAnotherControllerIsUntouched) {
