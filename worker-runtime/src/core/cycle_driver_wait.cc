@@ -49,6 +49,13 @@ using Steady = std::chrono::steady_clock;
 constexpr int kEagerCycles = 4;
 // Event mode: idle threads wake this often only to look again (no cycle).
 constexpr auto kIdleRecheck = std::chrono::seconds(1);
+// Event mode with tensors waiting for other ranks: a round at least this often. A peer that
+// stops (SIGSTOP, a hang) before it submits leaves this rank asleep with nothing to wake it; only
+// a round it fails to answer shows it, and the collective timeout counts from that round's start.
+// So this period adds to the failure bound KOROVOD_COLLECTIVE_TIMEOUT_SECONDS + 0.5 s
+// (docs/runtime-config.md "Failure bounds"; rt_elastic_idle_stop); a busy peer's background
+// thread answers such a round in microseconds.
+constexpr double kPendingRecheckSeconds = 0.25;
 
 double seconds(Steady::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -56,9 +63,9 @@ double seconds(Steady::duration d) { return std::chrono::duration<double>(d).cou
 
 Steady::duration CycleDriver::stall_recheck() const {
   // With tensors waiting for other ranks, a cycle this often anyway: the coordinator's own
-  // period for looking at stalls (Coordinator::stall_check_due), at most a second.
+  // period for looking at stalls (Coordinator::stall_check_due), at most kPendingRecheckSeconds.
   const Config& config = engine_.config();
-  double period = 1.0;
+  double period = kPendingRecheckSeconds;
   if (config.stall_check_enabled) {
     period = std::min(period, config.stall_warning_seconds / 4);
     if (config.stall_shutdown_seconds > 0) period = std::min(period, config.stall_shutdown_seconds / 4);

@@ -16,7 +16,8 @@
 //                   bound (KOROVOD_COLLECTIVE_TIMEOUT_SECONDS + 0.5 s, docs/runtime-config.md).
 //     --idle        the victim holds back its first allreduce of round 1, so the others wait for
 //                   it idle (asleep, their operation submitted) when it is killed: they must
-//                   notice without a collective in progress.
+//                   notice without a collective in progress. With --stop: a peer that hangs
+//                   before it submits, found by the rounds the waiting ranks keep running.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <signal.h>
