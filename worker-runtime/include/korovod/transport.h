@@ -135,8 +135,9 @@ class Backend {
   // Optional: the engine's watchdog, from its own thread, once a collective ran past
   // KOROVOD_COLLECTIVE_TIMEOUT_SECONDS. A plane that knows which peers its collectives wait for
   // ends the wait in progress (and fails every later one) with an error that starts with `why`
-  // and names the peers that never answered; it returns true when a wait was in progress, so the
-  // engine fails with that error rather than its own, which names no rank. Any thread, while
+  // and names the peers that never answered; it returns true when a wait was in progress or the
+  // plane has failed already (that error is on its way), so the engine fails with that error
+  // rather than its own, which names no rank. Any thread, while
   // another runs this plane's collectives (TCP, shared memory). The default (MPI, NCCL, whose
   // waits cannot be interrupted) does nothing.
   virtual bool interrupt_wait(const std::string& why) {

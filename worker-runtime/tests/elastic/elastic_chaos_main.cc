@@ -18,6 +18,10 @@
 //                   it idle (asleep, their operation submitted) when it is killed: they must
 //                   notice without a collective in progress. With --stop: a peer that hangs
 //                   before it submits, found by the rounds the waiting ranks keep running.
+//     --slow-bystander MS  with --stop: a survivor (the victim's next rank) is SIGSTOPped too,
+//                   for MS ms around the moment the others' waits run out, then resumed: a
+//                   survivor that answers late, within the TCP plane's 0.2 s window for notices
+//                   (Mesh::kSettleSeconds), must not be called lost by the others.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <signal.h>
@@ -54,6 +58,7 @@ struct Options {
   bool stop = false;                   // SIGSTOP the victim (a hung peer) instead of SIGKILL
   bool idle = false;                   // the victim holds back its first allreduce: the others idle
   double collective_timeout = 20;      // KOROVOD_COLLECTIVE_TIMEOUT_SECONDS of the workers
+  int slow_bystander_ms = 0;           // --stop: a survivor stopped this long as the waits run out
 };
 
 int64_t now_ns() {
@@ -281,6 +286,25 @@ struct RunResult {
   std::vector<double> detection_seconds;
 };
 
+// Whether the error's "lost ..." list (up to its first parenthesis) names `rank`.
+bool names_as_lost(const std::string& line, int rank) {
+  const size_t at = line.find("lost rank ");
+  if (at == std::string::npos) return false;
+  const std::string lost = line.substr(at, line.find('(', at) - at);
+  return (lost + ",").find(fmt::format("rank {} on host chaos-host,", rank)) != std::string::npos ||
+         (lost + " ").find(fmt::format("rank {} on host chaos-host ", rank)) != std::string::npos;
+}
+
+// --slow-bystander: holds `pid` stopped for `ms` from `at_ns` on (steady clock), on its own thread.
+std::thread stall_later(pid_t pid, int64_t at_ns, int ms) {
+  return std::thread([pid, at_ns, ms] {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<int64_t>(0, at_ns - now_ns())));
+    kill(pid, SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    kill(pid, SIGCONT);
+  });
+}
+
 RunResult chaos_run(const Options& o, int run, const std::string& transport, std::mt19937& rng) {
   const int np = std::uniform_int_distribution<int>(o.np_min, o.np_max)(rng);
   const int victim = std::uniform_int_distribution<int>(0, np - 1)(rng);
@@ -306,10 +330,19 @@ RunResult chaos_run(const Options& o, int run, const std::string& transport, std
   std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
   const int64_t killed_at = now_ns();
   kill(job.workers()[victim].pid, o.stop ? SIGSTOP : SIGKILL);
+  // The survivors' waits run out about one collective timeout after the victim stopped: the
+  // bystander is stopped from 50 ms before that until slow_bystander_ms later.
+  const int bystander = o.slow_bystander_ms > 0 ? (victim + 1) % np : -1;
+  std::thread stall;
+  if (bystander >= 0) {
+    stall = stall_later(job.workers()[bystander].pid,
+                        killed_at + static_cast<int64_t>((o.collective_timeout - 0.05) * 1e9), o.slow_bystander_ms);
+  }
   std::map<std::string, std::string> r2;
   for (int i = 0, rank = 0; i < np; ++i) r2[ids[i]] = i == victim ? "removed" : one_host(rank++, np - 1);
   job.publish(2, r2);
   const bool ended = o.stop ? job.wait_all_but(victim, o.bound_seconds + 60) : job.wait_all(o.bound_seconds + 60);
+  if (stall.joinable()) stall.join();
   result.ok = ended;
   // A stopped rank is alive: only the "lost" verdict says the survivors found the right one.
   const std::string want = fmt::format("{}rank {} on host chaos-host", o.stop ? "lost " : "", victim);
@@ -327,6 +360,10 @@ RunResult chaos_run(const Options& o, int run, const std::string& transport, std
       const size_t at = line.find(" at ");
       seconds = (std::stoll(line.substr(at + 4)) - killed_at) / 1e9;
       good = good && line.find(want) != std::string::npos && seconds <= o.bound_seconds;
+      if (bystander >= 0 && names_as_lost(line, bystander)) {
+        good = false;
+        fmt::print("run {}: the slow bystander, rank {}, is called lost: {}\n", run, bystander, line);
+      }
       times.push_back(seconds);
       if (sample.empty()) sample = line;
       const size_t next = log.find("NEXT round 1");
@@ -390,7 +427,9 @@ const char* kUsage =
     "                 --bound seconds (default 2), then reset into a round without it; no /dev/shm leftovers.\n"
     "  --stop         SIGSTOP the victim instead (a hung peer); --collective-timeout S for the workers (20).\n"
     "  --idle         the victim holds back its first allreduce, so the others wait for it asleep when it is\n"
-    "                 killed (delay 100..1100 ms).\n";
+    "                 killed (delay 100..1100 ms).\n"
+    "  --slow-bystander MS  with --stop (np >= 3): the victim's next rank is stopped for MS ms from 50 ms before\n"
+    "                 the collective timeout runs out; no survivor may call it lost.\n";
 
 }  // namespace
 }  // namespace korovod::chaos
@@ -434,6 +473,8 @@ int main(int argc, char** argv) {
       w.hold_rank = std::atoi(argv[++i]);
     } else if (a == "--collective-timeout" && has_value) {
       o.collective_timeout = std::atof(argv[++i]);
+    } else if (a == "--slow-bystander" && has_value) {
+      o.slow_bystander_ms = std::atoi(argv[++i]);
     } else if (a == "--transports" && has_value) {
       o.transports = argv[++i];
     } else {
@@ -443,6 +484,13 @@ int main(int argc, char** argv) {
   }
   if (worker) return run_worker(w);
   signal(SIGPIPE, SIG_IGN);
+  if (o.slow_bystander_ms > 0) {
+    if (!o.stop) {
+      fmt::print(stderr, "rt_elastic_chaos: --slow-bystander needs --stop\n");
+      return 2;
+    }
+    o.np_min = std::max(o.np_min, 3);  // a victim, the bystander and one more survivor
+  }
   if (o.np_max < o.np_min) o.np_max = o.np_min;
   if (o.resets > 0) return run_resets(o);
   if (o.chaos_runs > 0) return run_chaos(o);

@@ -213,7 +213,8 @@ bool Group::interrupt(const std::string& why) {
     if (r == rank_) continue;
     for (int c = 0; c < kCounters; ++c) futex_wake_all(segments_[r].futex_word(static_cast<Counter>(c)));
   }
-  return waiting_for_.load(std::memory_order_seq_cst) >= 0;
+  return waiting_for_.load(std::memory_order_seq_cst) >= 0 ||
+         segments_[rank_].counter(Counter::kAborted).load(std::memory_order_acquire) != 0;
 }
 
 Status Group::wait_all(Counter c, uint64_t target) {

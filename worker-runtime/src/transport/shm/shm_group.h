@@ -81,8 +81,11 @@ class Group {
   // The engine's watchdog (any thread, while another waits here): the wait in progress, and
   // every later one that has to wait, fails at once with an error that starts with `why` and
   // names the peer it waited for (its abort flag passes that rank on, as for the wait bound).
-  // True when a wait was in progress. The wait bound alone starts a little after the cycle the
-  // watchdog times, so without this the watchdog's own error, which names no rank, came first.
+  // True when a wait was in progress, or when this rank's group has failed already (that error,
+  // which names the lost peer, is on its way up to the engine: a rank stopped for a moment as
+  // its peers failed resumes with both its wait and its watchdog due). The wait bound alone
+  // starts a little after the cycle the watchdog times, so without this the watchdog's own
+  // error, which names no rank, came first.
   bool interrupt(const std::string& why);
 
   // The idle doorbell. An idle engine takes bell(), checks its own work, then sleep_idle(): it

@@ -111,5 +111,19 @@ TEST(ShmGroup, APeerWhoseProcessIsGoneIsNamedAtTheNextLivenessLook) {
   EXPECT_TRUE(group->failed());
 }
 
+TEST(ShmGroup, AnInterruptSaysWhetherANamedErrorIsComing) {
+  // The watchdog's question: is a wait in progress, or has this rank's group failed already (a
+  // rank stopped for a moment as its peers failed resumes with its wait's error on its way up)?
+  // Only then does the engine hold its own error, which names no rank, for the plane's.
+  auto env = std::make_shared<korovod::testing::FakeEnv>();
+  auto [group, peer] = group_of_two(60, env);
+  ASSERT_NE(group, nullptr);
+  EXPECT_FALSE(peer->interrupt("the collective timeout (60 s) passed"));  // healthy, not waiting
+  const Status s = korovod::testing::ends_at_bound(*env, milliseconds(60'000),
+                                                   [&, &group = group] { return group->wait(1, Counter::kPosted, 1); });
+  ASSERT_EQ(s.code(), StatusCode::kAborted) << s.to_string();
+  EXPECT_TRUE(group->interrupt("the collective timeout (60 s) passed")) << "failed, not waiting: its error is due";
+}
+
 }  // namespace
 }  // namespace korovod::shm

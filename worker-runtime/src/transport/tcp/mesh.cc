@@ -140,6 +140,7 @@ Status Mesh::fail(Status why, bool waited_out) {
     if (family_) family_->notify_all_but(this, notice);
     const Settled s = settle(notice);
     failed_ = Status(why.code(), fmt::format("{} on {}: {}{}{}", label_, peer_name(rank_), s.lost, why.message(), s.rest));
+    has_failed_.store(true);
     for (Fd& fd : peers_) {
       if (fd.valid()) shutdown(fd.get(), SHUT_RDWR);
     }
@@ -162,7 +163,7 @@ bool Mesh::interrupt(const std::string& why) {
     const ssize_t n = write(wake_.get(), &one, sizeof one);
     (void)n;  // the counter only saturates: it is readable either way
   }
-  return waiting_.load();
+  return waiting_.load() || has_failed_.load();
 }
 
 Status Mesh::wait(const std::vector<short>& want, std::vector<short>& ready, const char* op) {

@@ -84,7 +84,8 @@ class Mesh {
   Status fail(Status why, bool waited_out = false);
   // Any thread: the wait in progress, and every later one, fails with `why` (the first given)
   // and the peers it waits for. Returns whether a wait was in progress (its error follows within
-  // kSettleSeconds, from the thread that waits).
+  // kSettleSeconds, from the thread that waits) or the mesh has failed already (that error is
+  // on its way up).
   bool interrupt(const std::string& why);
 
   static constexpr double kSettleSeconds = 0.2;  // for the notices out and the hang-ups in
@@ -117,6 +118,7 @@ class Mesh {
   Fd wake_;                  // eventfd: readable once interrupted
   std::atomic<bool> interrupted_{false};
   std::atomic<bool> waiting_{false};
+  std::atomic<bool> has_failed_{false};  // failed_ is set (for interrupt(), from another thread)
   Mutex interrupt_mu_;
   std::string interrupt_why_ KOROVOD_GUARDED_BY(interrupt_mu_);
   std::shared_ptr<MeshFamily> family_;

@@ -282,6 +282,18 @@ TEST(MeshTest, InterruptBetweenWaitsFailsTheNextOne) {
       << s.message();
 }
 
+TEST(MeshTest, InterruptAfterTheMeshFailedSaysItsErrorIsComing) {
+  // A rank stopped for a moment as its peers failed resumes with its wait's error on its way up
+  // and its watchdog due at once: the watchdog must hold its own error, which names no rank.
+  auto meshes = tcp_meshes(2, {0.3, 0.0});
+  std::vector<std::byte> buf(16);
+  std::vector<PeerIo> io = receive_from(2, 1, buf);
+  Status s = meshes[0]->exchange(io, "allreduce");  // rank 1 is silent: rank 0's own bound
+  ASSERT_EQ(s.code(), StatusCode::kAborted) << s.to_string();
+  EXPECT_TRUE(meshes[0]->interrupt("the collective timeout (3 s) passed"));
+  EXPECT_EQ(meshes[0]->exchange(io, "allreduce").message(), s.message());  // still its own error
+}
+
 #define EXPECT_SAYS(status, text) \
   EXPECT_NE((status).message().find(text), std::string::npos) << "wanted '" << (text) << "' in: " << (status).message()
 
