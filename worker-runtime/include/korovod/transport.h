@@ -42,6 +42,16 @@ class ControlChannel {
     (void)why;
     return false;
   }
+  // Optional, for a channel whose waits cannot be interrupted (MPI): the engine's watchdog, from
+  // its own thread, once the background loop's collective ran past the collective timeout and no
+  // plane could end it naming a peer. Every rank whose loop is stuck asks the same at about the
+  // same time (each from its own watchdog); this sends each peer a probe, listens for theirs for
+  // `window_seconds`, and returns the peers that sent none ("lost rank 2 on host h (…)"), or ""
+  // when it cannot tell (every peer answered, or the channel cannot probe).
+  virtual std::string silent_peers(double window_seconds) {
+    (void)window_seconds;
+    return {};
+  }
 };
 
 class TransportProvider {

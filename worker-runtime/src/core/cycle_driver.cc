@@ -200,16 +200,21 @@ void CycleDriver::on_watchdog_timeout() {
   const Config& config = engine_.config();
   const std::string why = fmt::format("the collective timeout ({} s, KOROVOD_COLLECTIVE_TIMEOUT_SECONDS) passed",
                                       config.collective_timeout_seconds);
+  std::string lost;
   if (engine_.interrupt_waits(why)) {
     MutexLock lock(state_mu_);
     const TimePoint deadline = env_.deadline_after(std::chrono::seconds(1));
     while (!loop_done_ && fatal_.is_ok() && !env_.wait_until(state_cv_, lock, deadline)) {
     }
+  } else {
+    // A plane that cannot be interrupted (MPI): the loop stays stuck, but the ranks whose loops
+    // are stuck too answer each other's probes; the one that does not is named.
+    lost = engine_.silent_peers(kProbeWindowSeconds);
   }
   record_fatal(Status::aborted(fmt::format(
       "a collective of the background loop did not complete within {} s "
-      "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS): a peer rank has probably died or stopped; all "
-      "pending operations failed", config.collective_timeout_seconds)));
+      "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS): {}; all pending operations failed",
+      config.collective_timeout_seconds, lost.empty() ? "a peer rank has probably died or stopped" : lost)));
   engine_.fail_pending(fatal_error());  // the plane's error, when it came first
   if (config.abort_on_collective_timeout) engine_.abort_job(1);
 }

@@ -77,6 +77,9 @@ class CycleDriver : public std::enable_shared_from_this<CycleDriver> {
   // cycles sleep on the doorbell meanwhile instead of waking every cycle time.
   bool has_news() const;
   std::chrono::steady_clock::duration stall_recheck() const;
+  // How long a watchdog that could not interrupt its plane listens for the other stuck ranks'
+  // probes: their watchdogs fire within one watchdog period (0.1 s) and a cycle of this one's.
+  static constexpr double kProbeWindowSeconds = 0.3;
   bool cycle_worth_running(Backend& plane) KOROVOD_REQUIRES(engine_.cycle_mu_);
   void wait_for_news(Backend& plane, std::chrono::steady_clock::duration cycle);
   bool loop_done() const;

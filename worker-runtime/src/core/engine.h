@@ -91,6 +91,8 @@ class Engine {
   // Watchdog: each set's plane ends the wait in progress, naming the peers it waited for; true
   // when one could.
   bool interrupt_waits(const std::string& why);
+  // The watchdog's probe for a stuck loop that no plane could interrupt (ControlChannel::silent_peers).
+  std::string silent_peers(double window_seconds);
   void abort_job(int exit_code) { transport_->abort_job(exit_code); }
 
  private:

@@ -49,6 +49,7 @@ class DataPlaneControl final : public ControlChannel {
   }
   // The plane itself is among the set's backends, which the watchdog interrupts too.
   bool interrupt_wait(const std::string& why) override { return inner_->interrupt_wait(why); }
+  std::string silent_peers(double window_seconds) override { return inner_->silent_peers(window_seconds); }
 
  private:
   std::unique_ptr<ControlChannel> inner_;

@@ -39,6 +39,8 @@ struct ProcessSet {
   // The watchdog's hook (any thread): Backend::interrupt_wait on the control channel and every
   // backend; true when one of them was waiting and will fail naming the peers it waited for.
   bool interrupt_waits(const std::string& why) const;
+  // The watchdog's probe (ControlChannel::silent_peers) on this set's control channel.
+  std::string silent_peers(double window_seconds) const { return control ? control->silent_peers(window_seconds) : ""; }
 };
 
 struct ProcessSetDeps {

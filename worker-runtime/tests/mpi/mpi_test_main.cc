@@ -2,12 +2,18 @@
 //   (default)   every collective check, errors, stalls, process sets, timeline
 //   --dead-rank the last rank dies after one allreduce; the others must get an error within
 //               KOROVOD_COLLECTIVE_TIMEOUT_SECONDS (set by the test) and print DEAD-RANK-OK.
+//   --stopped-rank the last rank stops itself (SIGSTOP) after one allreduce; the others' next
+//               allreduce must fail within the collective timeout + 1 s naming it ("lost rank
+//               N on host h"), even where the plane cannot be interrupted (MPI: the watchdog's
+//               probe), and print STOPPED-RANK-OK; rank 0 then kills it.
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "mpi_check.h"
 
@@ -54,6 +60,39 @@ int run_dead_rank(int rank, int size) {
   _exit(ok ? 0 : 1);  // MPI cannot be finalized with a dead peer
 }
 
+int run_stopped_rank(int rank, int size) {
+  std::vector<int> pids(static_cast<size_t>(size));
+  const int mine = static_cast<int>(getpid());
+  MPI_Allgather(&mine, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  Config config = test_config();
+  config.collective_timeout_seconds = 3.0;
+  auto rt = make_runtime(config);
+  std::vector<float> x(4, 1.f);
+  TensorView v{x.data(), DataType::kFloat32, {4}, kCpuDevice};
+  if (!rt) return 1;
+  if (Status warm = rt->wait(*rt->allreduce("warmup", v, v)); !warm.is_ok()) {
+    fmt::print("[rank {}] warmup allreduce failed: {}\n", rank, warm.to_string());
+    return 1;
+  }
+  if (rank == size - 1) raise(SIGSTOP);  // alive, silent: until rank 0 kills it
+  auto start = std::chrono::steady_clock::now();
+  auto h = rt->allreduce("after_stop", v, v);
+  Status s = h.is_ok() ? rt->wait(*h) : h.status();
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string want = fmt::format("lost rank {} on host ", size - 1);
+  const bool named = s.message().find(want) != std::string::npos &&
+                     s.message().find(fmt::format("lost rank {} on host", rank)) == std::string::npos;
+  const bool ok = !s.is_ok() && named && waited < config.collective_timeout_seconds + 1.0;
+  fmt::print("[rank {}] {} after {:.2f} s: {}\n", rank, ok ? "STOPPED-RANK-OK" : "STOPPED-RANK-FAILED", waited,
+             s.to_string());
+  std::fflush(stdout);
+  if (rank == 0) {  // the others have their errors by now (the same bound): end the stopped rank
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    kill(pids[static_cast<size_t>(size - 1)], SIGKILL);
+  }
+  _exit(ok ? 0 : 1);  // MPI cannot be finalized with a stopped peer
+}
+
 }  // namespace korovod::mpitest
 
 int main(int argc, char** argv) {
@@ -65,6 +104,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (argc > 1 && std::strcmp(argv[1], "--dead-rank") == 0) return run_dead_rank(rank, size);
+  if (argc > 1 && std::strcmp(argv[1], "--stopped-rank") == 0) return run_stopped_rank(rank, size);
 
   Checker c(rank);
   check_startup_line(c, size);

@@ -94,6 +94,14 @@ class FakeControl final : public ControlChannel {
     bytes = (*all)[0];
     return Status::ok();
   }
+  // A stand-in for a probe that cannot interrupt its wait (as MPI's): the world knows the dead.
+  std::string silent_peers(double window_seconds) override {
+    std::string dead;
+    for (int r : ranks_) {
+      if (world_->dead(r)) dead += fmt::format("{}rank {}", dead.empty() ? "" : ", ", r);
+    }
+    return dead.empty() ? "" : fmt::format("lost {} (no answer within {} s)", dead, window_seconds);
+  }
 
  private:
   Result<std::vector<std::string>> exchange(std::string bytes) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "kernels/kernels.h"
@@ -134,7 +135,24 @@ Status MpiContext::init_topology() {
   info_.homogeneous = sizes[0] == -sizes[1];
   MPI_Comm_free(&local);
   MPI_Comm_free(&cross);
+  // Every rank's host, for errors that name a lost peer.
+  char mine[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(mine, &len);
+  std::vector<char> all(static_cast<size_t>(info_.size) * MPI_MAX_PROCESSOR_NAME);
+  KOROVOD_RETURN_IF_ERROR(mpi_status(MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(),
+                                                   MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm_),
+                                     "MPI_Allgather(host names)"));
+  for (int r = 0; r < info_.size; ++r) {
+    const char* name = all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME;
+    hosts_.emplace_back(name, strnlen(name, MPI_MAX_PROCESSOR_NAME));
+  }
   return Status::ok();
+}
+
+std::string MpiContext::rank_name(int rank) const {
+  if (rank < 0 || rank >= static_cast<int>(hosts_.size())) return fmt::format("rank {}", rank);
+  return fmt::format("rank {} on host {}", rank, hosts_[static_cast<size_t>(rank)]);
 }
 
 void MpiContext::create_half_ops() {

@@ -32,6 +32,8 @@ class MpiContext {
   const WorldInfo& info() const { return info_; }
   MPI_Comm comm() const { return comm_; }
   bool threads_multiple() const { return provided_ == MPI_THREAD_MULTIPLE; }
+  // "rank 3 on host h" (MPI_Get_processor_name of each rank of comm(), gathered at create()).
+  std::string rank_name(int rank) const;
   // A new communicator for `ranks` (ranks of comm(), sorted); collective among them.
   Result<MPI_Comm> create_subcomm(const std::vector<int>& ranks, int tag) const;
   // MPI datatype and op for a dtype/op pair; float16/bfloat16 use korovod's user ops and bool
@@ -48,6 +50,7 @@ class MpiContext {
   int provided_ = MPI_THREAD_SINGLE;
   MPI_Comm comm_ = MPI_COMM_NULL;
   WorldInfo info_;
+  std::vector<std::string> hosts_;  // by rank of comm_
   MPI_Op half_ops_[2][4] = {};  // [float16, bfloat16][sum, min, max, product]
   bool half_ops_created_ = false;  // a failed create() destroys a context without them
 };

@@ -16,6 +16,7 @@ class MpiTransportProvider final : public TransportProvider {
   Result<std::unique_ptr<ControlChannel>> create_control(const std::vector<int>& global_ranks,
                                                          int set_id) override;
   void abort_job(int exit_code) override { ctx_->abort(exit_code); }
+  std::string rank_name(int global_rank) const override { return ctx_->rank_name(global_rank); }
 
  private:
   std::shared_ptr<MpiContext> ctx_;
