@@ -71,6 +71,9 @@ struct Config {
   // TCP allreduce of each shard across hosts, shared-memory allgather.
   bool hierarchical_allreduce = false;
   std::string host_id;  // KOROVOD_HOST_ID: overrides this rank's host identity ("" = real one)
+  // KOROVOD_HOSTNAME: what other ranks' errors call this rank's host ("" = gethostname(), or
+  // MPI_Get_processor_name() under MPI). The TCP start reads it from the environment itself.
+  std::string hostname;
 };
 
 inline constexpr const char* kNetworkEnvNames[] = {

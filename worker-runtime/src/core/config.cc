@@ -165,6 +165,7 @@ Result<Config> parse_config(const EnvMap& env) {
   KOROVOD_RETURN_IF_ERROR(read_number<int64_t>(env, "TCP_SEGMENT_BYTES", c.tcp_segment_bytes, 64));
   KOROVOD_RETURN_IF_ERROR(read_bool(env, "HIERARCHICAL_ALLREDUCE", c.hierarchical_allreduce));
   if (auto h = lookup(env, "HOST_ID")) c.host_id = h->second;
+  if (auto h = lookup(env, "HOSTNAME")) c.hostname = h->second;
   c.shm_slot_bytes = c.shm_slot_bytes / 4096 * 4096;  // whole pages: slots stay 64-byte aligned
   for (const char* name : kNetworkEnvNames) {
     if (auto it = env.find(name); it != env.end()) c.network_env.emplace_back(name, it->second);

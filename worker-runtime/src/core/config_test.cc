@@ -43,6 +43,13 @@ TEST(Config, HorovodAliasesAreReadAndKorovodNamesWin) {
   EXPECT_EQ(c->collective_timeout_seconds, 7.0);
 }
 
+TEST(Config, HostNameForErrorsIsReadUnderBothNames) {
+  EXPECT_EQ(parse_config({})->hostname, "");  // the real one
+  EXPECT_EQ(parse_config({{"HOROVOD_HOSTNAME", "h1"}})->hostname, "h1");
+  EXPECT_EQ(parse_config({{"HOROVOD_HOSTNAME", "h1"}, {"KOROVOD_HOSTNAME", "k1"}})->hostname, "k1");
+  EXPECT_EQ(parse_config({{"HOSTNAME", "shell"}})->hostname, "");  // the shell's variable is not ours
+}
+
 TEST(Config, CpuOperationsAndSharedMemoryGeometry) {
   Result<Config> d = parse_config({});
   ASSERT_TRUE(d.is_ok());

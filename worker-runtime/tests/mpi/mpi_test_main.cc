@@ -79,7 +79,7 @@ int run_stopped_rank(int rank, int size) {
   auto h = rt->allreduce("after_stop", v, v);
   Status s = h.is_ok() ? rt->wait(*h) : h.status();
   double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::string want = fmt::format("lost rank {} on host ", size - 1);
+  const std::string want = fmt::format("lost rank {} on host stop-host", size - 1);  // KOROVOD_HOSTNAME
   const bool named = s.message().find(want) != std::string::npos &&
                      s.message().find(fmt::format("lost rank {} on host", rank)) == std::string::npos;
   const bool ok = !s.is_ok() && named && waited < config.collective_timeout_seconds + 1.0;

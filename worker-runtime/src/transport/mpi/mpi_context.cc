@@ -99,7 +99,8 @@ Status mpi_status(int code, const char* what) {
 }
 
 Result<std::shared_ptr<MpiContext>> MpiContext::create(const MPI_Comm* comm, bool threads_disable,
-                                                       const std::vector<int>& comm_ranks) {
+                                                       const std::vector<int>& comm_ranks,
+                                                       const std::string& host_name) {
   std::shared_ptr<MpiContext> ctx(new MpiContext());
   KOROVOD_RETURN_IF_ERROR(ensure_initialized(threads_disable, &ctx->provided_));
   if (ctx->provided_ < MPI_THREAD_SERIALIZED) {
@@ -114,12 +115,12 @@ Result<std::shared_ptr<MpiContext>> MpiContext::create(const MPI_Comm* comm, boo
     ctx->comm_ = *sub;
   }
   MPI_Comm_set_errhandler(ctx->comm_, MPI_ERRORS_RETURN);
-  KOROVOD_RETURN_IF_ERROR(ctx->init_topology());
+  KOROVOD_RETURN_IF_ERROR(ctx->init_topology(host_name));
   ctx->create_half_ops();
   return ctx;
 }
 
-Status MpiContext::init_topology() {
+Status MpiContext::init_topology(const std::string& host_name) {
   MPI_Comm_rank(comm_, &info_.rank);
   MPI_Comm_size(comm_, &info_.size);
   MPI_Comm local, cross;
@@ -138,7 +139,11 @@ Status MpiContext::init_topology() {
   // Every rank's host, for errors that name a lost peer.
   char mine[MPI_MAX_PROCESSOR_NAME] = {};
   int len = 0;
-  MPI_Get_processor_name(mine, &len);
+  if (host_name.empty()) {
+    MPI_Get_processor_name(mine, &len);
+  } else {
+    host_name.copy(mine, MPI_MAX_PROCESSOR_NAME - 1);
+  }
   std::vector<char> all(static_cast<size_t>(info_.size) * MPI_MAX_PROCESSOR_NAME);
   KOROVOD_RETURN_IF_ERROR(mpi_status(MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(),
                                                    MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm_),

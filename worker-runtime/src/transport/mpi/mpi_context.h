@@ -23,8 +23,10 @@ class MpiContext {
   // `comm` null: MPI_COMM_WORLD. threads_disable: ask for MPI_THREAD_SERIALIZED only.
   // `comm_ranks` non-empty: run on a new communicator of these ranks of `comm` only (Horovod's
   // init(comm=[ranks])); the other ranks get an InvalidArgument error and join no collective.
+  // `host_name`: what the other ranks' errors call this rank's host ("" = MPI_Get_processor_name).
   static Result<std::shared_ptr<MpiContext>> create(const MPI_Comm* comm, bool threads_disable,
-                                                    const std::vector<int>& comm_ranks = {});
+                                                    const std::vector<int>& comm_ranks = {},
+                                                    const std::string& host_name = {});
   ~MpiContext();
   MpiContext(const MpiContext&) = delete;
   MpiContext& operator=(const MpiContext&) = delete;
@@ -44,7 +46,7 @@ class MpiContext {
 
  private:
   MpiContext() = default;
-  Status init_topology();
+  Status init_topology(const std::string& host_name);
   void create_half_ops();
 
   int provided_ = MPI_THREAD_SINGLE;

@@ -19,7 +19,8 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
                                            std::vector<std::vector<int>> process_sets,
                                            const std::vector<int>& comm_ranks, std::shared_ptr<Env> env) {
   Result<std::shared_ptr<mpi::MpiContext>> ctx =
-      mpi::MpiContext::create(static_cast<const MPI_Comm*>(mpi_comm), config.mpi_threads_disable, comm_ranks);
+      mpi::MpiContext::create(static_cast<const MPI_Comm*>(mpi_comm), config.mpi_threads_disable, comm_ranks,
+                              config.hostname);
   if (!ctx.is_ok()) return ctx.status();
   RuntimeOptions options;
   options.config = std::move(config);
