@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -37,25 +38,43 @@ std::unique_ptr<Runtime> make_runtime(Config config, std::vector<std::vector<int
   return rt.is_ok() ? std::move(rt).value() : nullptr;
 }
 
-int run_dead_rank(int rank, int size) {
+// --dead-rank / --stopped-rank: a runtime with a 3 s collective timeout after one allreduce;
+// then the last rank does `to_last` to itself and the others' next allreduce must fail. Returns
+// that error, how long it took, and the timeout.
+struct AfterLoss {
+  Status status;
+  double waited = 0;
+  double timeout = 0;
+};
+
+std::optional<AfterLoss> allreduce_after_loss(int rank, int size, int to_last) {
   Config config = test_config();
   config.collective_timeout_seconds = 3.0;
   auto rt = make_runtime(config);
   std::vector<float> x(4, 1.f);
   TensorView v{x.data(), DataType::kFloat32, {4}, kCpuDevice};
-  if (!rt) return 1;
+  if (!rt) return std::nullopt;
   if (Status warm = rt->wait(*rt->allreduce("warmup", v, v)); !warm.is_ok()) {
     fmt::print("[rank {}] warmup allreduce failed: {}\n", rank, warm.to_string());
-    return 1;
+    return std::nullopt;
   }
-  if (rank == size - 1) raise(SIGKILL);
+  if (rank == size - 1) raise(to_last);
   auto start = std::chrono::steady_clock::now();
-  auto h = rt->allreduce("after_death", v, v);
-  Status s = h.is_ok() ? rt->wait(*h) : h.status();
-  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const bool ok = !s.is_ok() && waited < config.collective_timeout_seconds + 2.0;
-  fmt::print("[rank {}] {} after {:.2f} s: {}\n", rank, ok ? "DEAD-RANK-OK" : "DEAD-RANK-FAILED", waited,
-             s.to_string());
+  auto h = rt->allreduce("after_loss", v, v);
+  AfterLoss out;
+  out.status = h.is_ok() ? rt->wait(*h) : h.status();
+  out.waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.timeout = config.collective_timeout_seconds;
+  (void)rt.release();  // never shut down: MPI cannot be finalized with a dead or stopped peer
+  return out;
+}
+
+int run_dead_rank(int rank, int size) {
+  std::optional<AfterLoss> r = allreduce_after_loss(rank, size, SIGKILL);
+  if (!r) return 1;
+  const bool ok = !r->status.is_ok() && r->waited < r->timeout + 2.0;
+  fmt::print("[rank {}] {} after {:.2f} s: {}\n", rank, ok ? "DEAD-RANK-OK" : "DEAD-RANK-FAILED", r->waited,
+             r->status.to_string());
   std::fflush(stdout);
   _exit(ok ? 0 : 1);  // MPI cannot be finalized with a dead peer
 }
@@ -64,27 +83,15 @@ int run_stopped_rank(int rank, int size) {
   std::vector<int> pids(static_cast<size_t>(size));
   const int mine = static_cast<int>(getpid());
   MPI_Allgather(&mine, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  Config config = test_config();
-  config.collective_timeout_seconds = 3.0;
-  auto rt = make_runtime(config);
-  std::vector<float> x(4, 1.f);
-  TensorView v{x.data(), DataType::kFloat32, {4}, kCpuDevice};
-  if (!rt) return 1;
-  if (Status warm = rt->wait(*rt->allreduce("warmup", v, v)); !warm.is_ok()) {
-    fmt::print("[rank {}] warmup allreduce failed: {}\n", rank, warm.to_string());
-    return 1;
-  }
-  if (rank == size - 1) raise(SIGSTOP);  // alive, silent: until rank 0 kills it
-  auto start = std::chrono::steady_clock::now();
-  auto h = rt->allreduce("after_stop", v, v);
-  Status s = h.is_ok() ? rt->wait(*h) : h.status();
-  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::optional<AfterLoss> r = allreduce_after_loss(rank, size, SIGSTOP);  // alive, silent: until rank 0 kills it
+  if (!r) return 1;
+  const std::string& message = r->status.message();
   const std::string want = fmt::format("lost rank {} on host stop-host", size - 1);  // KOROVOD_HOSTNAME
-  const bool named = s.message().find(want) != std::string::npos &&
-                     s.message().find(fmt::format("lost rank {} on host", rank)) == std::string::npos;
-  const bool ok = !s.is_ok() && named && waited < config.collective_timeout_seconds + 1.0;
-  fmt::print("[rank {}] {} after {:.2f} s: {}\n", rank, ok ? "STOPPED-RANK-OK" : "STOPPED-RANK-FAILED", waited,
-             s.to_string());
+  const bool named = message.find(want) != std::string::npos &&
+                     message.find(fmt::format("lost rank {} on host", rank)) == std::string::npos;
+  const bool ok = !r->status.is_ok() && named && r->waited < r->timeout + 1.0;
+  fmt::print("[rank {}] {} after {:.2f} s: {}\n", rank, ok ? "STOPPED-RANK-OK" : "STOPPED-RANK-FAILED", r->waited,
+             r->status.to_string());
   std::fflush(stdout);
   if (rank == 0) {  // the others have their errors by now (the same bound): end the stopped rank
     std::this_thread::sleep_for(std::chrono::seconds(1));
