@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,5 +57,9 @@ void check_allreduce_scaled_and_grouped(GpuContext& g);
 void check_allgather_broadcast(GpuContext& g);
 void check_alltoall_reducescatter_barrier(GpuContext& g);
 void check_ready_event(GpuContext& g);  // the framework's stream event is waited for
+// `resets` times: a new runtime from `make`, a device allreduce, shutdown; then the device's free
+// memory, the threads and the descriptors must be as after the first (gpu_reset_check.cc).
+void check_resets(Checker& c, int rank, int size, int device, bool staging, int resets,
+                  const std::function<Result<std::unique_ptr<Runtime>>()>& make);
 
 }  // namespace korovod::gputest

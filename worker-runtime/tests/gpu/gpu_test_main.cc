@@ -4,7 +4,9 @@
 //   one rank per GPU            the NCCL backend (--expect-plane nccl, the default)
 //   several ranks on one GPU    host staging (--expect-plane staging; e.g. CUDA_VISIBLE_DEVICES=0
 //                               for every rank), where NCCL would refuse the duplicate GPU
-// Rank 0's startup line must name the expected GPU data plane.
+// Rank 0's startup line must name the expected GPU data plane. Then 5 resets (a new runtime in
+// the same process, a device allreduce, shutdown) must leave the device's free memory, the
+// threads and the descriptors as they were (gpu_reset_check.cc).
 //   --count-gpus  print how many GPUs cudaGetDeviceCount sees (0 on error) and exit, no MPI
 #include <mpi.h>
 
@@ -59,14 +61,19 @@ int run(int rank, int size, bool staging) {
     return 1;
   }
   Checker c(rank);
-  Result<Config> config = parse_config(process_environment());
-  if (!MPI_CHECK(c, config.is_ok(), "config: {}", config.status().to_string())) return 1;
-  config->log_level = LogLevel::kWarning;  // the startup line, warnings and errors
-  Result<RuntimeOptions> options = mpi_runtime_options(std::move(config).value());
-  if (!MPI_CHECK(c, options.is_ok(), "mpi_runtime_options: {}", options.status().to_string())) return 1;
   LogLines log;
-  options->log_sink = log.sink(rank);
-  Result<std::unique_ptr<Runtime>> created = Runtime::create(std::move(options).value());
+  // A runtime as korovod's own start makes it (the environment's config, MPI planes), logging
+  // into `log`; every reset below makes another the same way.
+  auto make = [&]() -> Result<std::unique_ptr<Runtime>> {
+    Result<Config> config = parse_config(process_environment());
+    if (!config.is_ok()) return config.status();
+    config->log_level = LogLevel::kWarning;  // the startup line, warnings and errors
+    Result<RuntimeOptions> options = mpi_runtime_options(std::move(config).value());
+    if (!options.is_ok()) return options.status();
+    options->log_sink = log.sink(rank);
+    return Runtime::create(std::move(options).value());
+  };
+  Result<std::unique_ptr<Runtime>> created = make();
   if (!MPI_CHECK(c, created.is_ok(), "runtime: {}", created.status().to_string())) return 1;
   std::unique_ptr<Runtime> rt = std::move(created).value();
   if (rank == 0) check_plane(c, log, staging);
@@ -80,6 +87,7 @@ int run(int rank, int size, bool staging) {
   g.outputs.clear();
   Status down = rt->shutdown();
   MPI_CHECK(c, down.is_ok(), "shutdown: {}", down.to_string());
+  check_resets(c, rank, size, g.device, staging, 5, make);
   return c.failures();
 }
 
