@@ -39,6 +39,7 @@ Mesh::Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, doubl
       clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()),
       label_(std::move(label)),
       closed_(peers_.size(), false),
+      notices_(peers_.size(), 0),
       fds_(peers_.size() + 1),
       // Without one (out of descriptors) an interrupt is still seen, at the next wake-up (1 s).
       wake_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
@@ -114,9 +115,9 @@ Mesh::Settled Mesh::settle(char notice) {
   for (size_t r = 0; r < n; ++r) {
     if (!peers_[r].valid()) continue;
     if (to_notify[r]) shutdown(peers_[r].get(), SHUT_WR);  // its notice did not fit: the hang-up still says it
-    char theirs = 0;
-    const bool noticed = recv(peers_[r].get(), &theirs, 1, MSG_OOB | MSG_DONTWAIT) == 1 &&
-                         (theirs == 'F' || theirs == 'T');
+    char theirs = notices_[r];
+    if (theirs == 0 && recv(peers_[r].get(), &theirs, 1, MSG_OOB | MSG_DONTWAIT) != 1) theirs = 0;
+    const bool noticed = theirs == 'F' || theirs == 'T';
     waited_out = waited_out || (noticed && theirs == 'T');
     std::string& list = noticed ? failed : answered[r] ? died : silent;
     list += (list.empty() ? "" : ", ") + peer_name(static_cast<int>(r));
@@ -201,9 +202,13 @@ Status Mesh::wait(const std::vector<short>& want, std::vector<short>& ready, con
       if (ev == 0) continue;
       // A failure notice, from any peer: the set is failing (that peer stops), so this rank
       // fails now with the others rather than at its own timeout, and they all hear each other.
+      // A peer whose wait ran out ('T') makes this failure one too: silence then names the lost.
       if (ev & POLLPRI) {
+        char theirs = 0;
+        if (recv(peers_[r].get(), &theirs, 1, MSG_OOB | MSG_DONTWAIT) == 1) notices_[r] = theirs;
         return fail(Status::aborted(fmt::format("{}: {} failed (its failure notice came)", op,
-                                                peer_name(static_cast<int>(r)))));
+                                                peer_name(static_cast<int>(r)))),
+                    /*waited_out=*/theirs == 'T');
       }
       // A hang-up where nothing is expected is not yet an error: a peer may legitimately exit
       // after its last collective. It is named if this collective then fails.

@@ -113,6 +113,9 @@ class Mesh {
   std::shared_ptr<const Clock> clock_;  // times timeout_seconds_
   std::string label_;
   std::vector<bool> closed_;  // peers seen hanging up while this rank expected nothing from them
+  // A failure notice a wait read already ('F', 'T'; 0 = none): read at once, as the peer may
+  // close its socket soon after and a reset would drop the byte before settle() looks.
+  std::vector<char> notices_;
   Status failed_;
   std::vector<pollfd> fds_;  // scratch: one per peer, then the interrupt's eventfd
   Fd wake_;                  // eventfd: readable once interrupted
