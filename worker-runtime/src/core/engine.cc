@@ -235,10 +235,8 @@ void Engine::fail_pending(const Status& status) {
 std::string Engine::silent_peers(double window_seconds) {
   // The global set only: every rank's background loop negotiates in it each cycle, so every rank
   // whose loop is stuck (wherever) asks, and a rank that does not is the one to name.
-  for (const auto& set : sets_.members_in_id_order()) {
-    if (set->id == kGlobalProcessSet) return set->silent_peers(window_seconds);
-  }
-  return {};
+  const std::shared_ptr<ProcessSet> global = sets_.get(kGlobalProcessSet);
+  return global ? global->silent_peers(window_seconds) : std::string();
 }
 
 bool Engine::interrupt_waits(const std::string& why) {

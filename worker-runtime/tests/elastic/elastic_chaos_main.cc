@@ -290,9 +290,8 @@ struct RunResult {
 bool names_as_lost(const std::string& line, int rank) {
   const size_t at = line.find("lost rank ");
   if (at == std::string::npos) return false;
-  const std::string lost = line.substr(at, line.find('(', at) - at);
-  return (lost + ",").find(fmt::format("rank {} on host chaos-host,", rank)) != std::string::npos ||
-         (lost + " ").find(fmt::format("rank {} on host chaos-host ", rank)) != std::string::npos;
+  // "rank 1 on host" cannot match inside "rank 11 on host": the number ends at " on".
+  return line.substr(at, line.find('(', at) - at).find(fmt::format("rank {} on host", rank)) != std::string::npos;
 }
 
 // --slow-bystander: holds `pid` stopped for `ms` from `at_ns` on (steady clock), on its own thread.

@@ -13,20 +13,15 @@ constexpr int kProbeTag = 1;
 
 class MpiControl final : public ControlChannel {
  public:
-  // Collective among the set's members: duplicates `comm` for the watchdog's probes.
   MpiControl(std::shared_ptr<MpiContext> ctx, MPI_Comm comm, std::vector<int> global_ranks)
       : ctx_(std::move(ctx)), comm_(comm), global_ranks_(std::move(global_ranks)) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
-    MPI_Comm_dup(comm_, &probe_);
   }
   ~MpiControl() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) {
-      MPI_Comm_free(&probe_);
-      MPI_Comm_free(&comm_);
-    }
+    if (!finalized) MPI_Comm_free(&comm_);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -59,8 +54,9 @@ class MpiControl final : public ControlChannel {
   }
 
   // MPI's collectives cannot be interrupted, so the watchdog asks the peers instead: one probe
-  // to each on the duplicate communicator (point to point, from the watchdog's thread while the
-  // background thread stays inside the stuck collective: needs MPI_THREAD_MULTIPLE), and theirs
+  // to each, point to point on the control communicator (MPI keeps point-to-point messages apart
+  // from its collectives, and this channel sends no others), from the watchdog's thread while the
+  // background thread stays inside the stuck collective (needs MPI_THREAD_MULTIPLE), and theirs
   // listened for. A stuck rank's own watchdog sends its probes when it fires; a stopped or hung
   // rank sends none. Sends to it may never complete, and its receives never do: both are left
   // to MPI (cancelled and freed), as the runtime is failing for good.
@@ -71,9 +67,9 @@ class MpiControl final : public ControlChannel {
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       MPI_Request send = MPI_REQUEST_NULL;
-      MPI_Isend(&out_token_, 1, MPI_INT, r, kProbeTag, probe_, &send);
+      MPI_Isend(&out_token_, 1, MPI_INT, r, kProbeTag, comm_, &send);
       MPI_Request_free(&send);  // a buffered probe; completion is MPI's business
-      MPI_Irecv(&probe_in_[static_cast<size_t>(r)], 1, MPI_INT, r, kProbeTag, probe_, &recvs[static_cast<size_t>(r)]);
+      MPI_Irecv(&probe_in_[static_cast<size_t>(r)], 1, MPI_INT, r, kProbeTag, comm_, &recvs[static_cast<size_t>(r)]);
     }
     // Real time, like the TCP plane's window for notices: how long the others take to fire.
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(window_seconds);
@@ -107,7 +103,6 @@ class MpiControl final : public ControlChannel {
  private:
   std::shared_ptr<MpiContext> ctx_;  // keeps MPI alive while this communicator exists
   MPI_Comm comm_;
-  MPI_Comm probe_ = MPI_COMM_NULL;  // comm_'s duplicate: the watchdog's probes, apart from the collectives
   std::vector<int> global_ranks_;   // by set rank
   int out_token_ = 1;               // what a probe carries (outlives the sends MPI may still hold)
   std::vector<int> probe_in_;       // the probes' receive buffers (outlive the freed receives)
