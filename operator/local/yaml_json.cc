@@ -3,6 +3,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -101,41 +102,92 @@ kube::Object to_json(const YAML::Node& node) {
   return nullptr;
 }
 
-// Counts the documents yaml-cpp's parser reads, to catch a parser that stops making progress:
-// yaml-cpp 0.7 reads a stray ',' at block level (",", "- a\n,") as an endless run of empty
-// documents without consuming it, so YAML::LoadAll never returns and its list grows until the
-// process is killed (found by the mpijob_manifest fuzz target).
-class ProgressCheck final : public YAML::EventHandler {
+bool is_yaml_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+// Whether the scalar node that starts at `at` (its tag and anchor, then its content) is quoted,
+// where its opening quote is and whether a closing one follows.
+struct QuotedEnd {
+  bool quoted = false;
+  bool closed = false;
+  size_t quote_at = 0;
+};
+QuotedEnd quoted_end(const std::string& text, size_t at) {
+  while (at < text.size() && (text[at] == '!' || text[at] == '&')) {  // node properties
+    while (at < text.size() && !is_yaml_space(text[at])) ++at;
+    while (at < text.size() && is_yaml_space(text[at])) ++at;
+  }
+  if (at >= text.size() || (text[at] != '"' && text[at] != '\'')) return {};
+  const char quote = text[at];
+  for (size_t i = at + 1; i < text.size(); ++i) {
+    if (quote == '"' && text[i] == '\\') {
+      ++i;  // an escape: the next character is not the end
+    } else if (text[i] == quote) {
+      if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i;  // '' is a quote inside single quotes
+      } else {
+        return {true, true, at};
+      }
+    }
+  }
+  return {true, false, at};
+}
+
+// A first pass of yaml-cpp's parser over the text, for what yaml-cpp 0.7 accepts and YAML (and
+// kubectl's go-yaml) does not:
+//  - a stray ',' at block level (",", "- a\n,"): read as an endless run of empty documents
+//    without consuming it, so YAML::LoadAll never returned and its list grew until the process
+//    was killed. Every document consumes at least one character, so a text of n characters holds
+//    at most n + 1 documents; more means the parser is stuck;
+//  - a quoted scalar with no closing quote: it ran to the end of the text, the rest of the file
+//    one string (name: "pi ... took every field after it; go-yaml: "found unexpected end of
+//    stream").
+// Both found by the mpijob_manifest fuzz target.
+class StructureCheck final : public YAML::EventHandler {
  public:
+  explicit StructureCheck(const std::string& text) : text_(text) {
+    // yaml-cpp counts positions after a UTF-8 byte order mark.
+    if (text_.rfind("\xef\xbb\xbf", 0) == 0) offset_ = 3;
+  }
   void OnDocumentStart(const YAML::Mark& mark) override {
-    ++documents;
-    last = mark;
+    if (++documents_ > text_.size() + 1) {
+      throw std::runtime_error("invalid YAML: content the parser cannot read at line " +
+                               std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1) +
+                               " (a ',' outside a flow collection?)");
+    }
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    if (mark.pos < 0) return;
+    const QuotedEnd end = quoted_end(text_, static_cast<size_t>(mark.pos) + offset_);
+    if (end.quoted && !end.closed) {
+      throw std::runtime_error("invalid YAML: the string quoted at " + where(end.quote_at) + " has no closing " +
+                               std::string(1, text_[end.quote_at]) + " (it ran to the end of the file)");
+    }
   }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
   void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
   void OnSequenceEnd() override {}
   void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
   void OnMapEnd() override {}
 
-  size_t documents = 0;
-  YAML::Mark last = YAML::Mark::null_mark();
+ private:
+  std::string where(size_t at) const {
+    const size_t line_start = std::max(offset_, at == 0 ? 0 : text_.rfind('\n', at - 1) + 1);  // npos + 1 == 0
+    const auto lines = std::count(text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+    return "line " + std::to_string(lines + 1) + ", column " + std::to_string(at - line_start + 1);
+  }
+
+  const std::string& text_;
+  size_t offset_ = 0;
+  size_t documents_ = 0;
 };
 
-// Every document consumes at least one character, so a text of n characters holds at most n + 1
-// documents; more means the parser is stuck.
-void check_parser_progress(const std::string& text) {
+void check_structure(const std::string& text) {
   std::istringstream in(text);
   YAML::Parser parser(in);
-  ProgressCheck check;
+  StructureCheck check(text);
   while (parser.HandleNextDocument(check)) {
-    if (check.documents > text.size() + 1) {
-      throw std::runtime_error("invalid YAML: content the parser cannot read at line " +
-                               std::to_string(check.last.line + 1) + ", column " +
-                               std::to_string(check.last.column + 1) + " (a ',' outside a flow collection?)");
-    }
   }
 }
 
@@ -169,7 +221,7 @@ std::vector<kube::Object> yaml_documents(const std::string& text) {
   std::vector<kube::Object> docs;
   try {
     check_characters(text);
-    check_parser_progress(text);
+    check_structure(text);
     for (const auto& node : YAML::LoadAll(text)) {
       // Empty documents are skipped, as kubectl skips them; also one that only looks non-empty
       // to yaml-cpp (a tag on nothing, "!#"), which is null as JSON and would not read back.

@@ -116,5 +116,33 @@ TEST(YamlJson, ControlCharactersAreRefusedNamingWhere) {
   EXPECT_EQ(yaml_documents("a:\t1\r\nb: 2\n").size(), 1u);  // tab and CRLF are fine
 }
 
+// yaml-cpp 0.7 ends a quoted string that is never closed at the end of the text: the rest of the
+// manifest became one string. YAML (and kubectl) refuse it; a closed one across lines is fine.
+TEST(YamlJson, AQuotedStringWithNoClosingQuoteIsRefusedNamingWhereItStarts) {
+  const auto refused = [](const std::string& yaml) -> std::string {
+    try {
+      yaml_documents(yaml);
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(refused("kind: MPIJob\nmetadata:\n  name: \"pi\nspec:\n  slotsPerWorker: 1\n"),
+            "invalid YAML: the string quoted at line 3, column 9 has no closing \" (it ran to the end of the file)");
+  EXPECT_EQ(refused("a: 1\n'b: it''s\n"),
+            "invalid YAML: the string quoted at line 2, column 1 has no closing ' (it ran to the end of the file)");
+  EXPECT_EQ(refused("a: !t &x \"b\\\"\n"),
+            "invalid YAML: the string quoted at line 1, column 10 has no closing \" (it ran to the end of the file)");
+  EXPECT_EQ(refused("\xef\xbb\xbf" "a: \"b\n"),
+            "invalid YAML: the string quoted at line 1, column 4 has no closing \" (it ran to the end of the file)");
+
+  const kube::Object ok = data_of("  a: \"one\n    two \\\" three\"\n  b: 'it''s'\n  c: !t &x \"d\"\n  e: x\"y\n");
+  EXPECT_EQ(ok["a"], "one two \" three");
+  EXPECT_EQ(ok["b"], "it's");
+  EXPECT_EQ(ok["c"], "d");
+  EXPECT_EQ(ok["e"], "x\"y");
+  EXPECT_EQ(yaml_documents("\xef\xbb\xbf" "a: \"b\"\n").at(0)["a"], "b");
+}
+
 }  // namespace
 }  // namespace local
