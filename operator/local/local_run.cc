@@ -23,6 +23,7 @@
 #include "local/yaml_json.h"
 #include "mpijob/builders.h"
 #include "mpijob/defaults.h"
+#include "mpijob/schema_types.h"
 #include "mpijob/validation.h"
 
 namespace local {
@@ -117,16 +118,18 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
   kube::Object obj = read_mpijob(o.manifest);
   auto& meta = obj["metadata"];
   if (!meta.contains("namespace")) meta["namespace"] = "default";
+  const auto refuse = [&](const std::vector<mpijob::FieldError>& errors) {
+    err << "korovod: " << o.manifest.string() << " is not a valid MPIJob:\n";
+    for (const auto& e : errors) err << "  " << e.to_string() << "\n";
+    return kExitInvalid;
+  };
+  // The field types the API server would check against the CRD, before anything reads them.
+  if (const auto errors = mpijob::check_schema_types(obj); !errors.empty()) return refuse(errors);
   if (o.workers) obj["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = *o.workers;
   {
     mpijob::MPIJob job(obj);
     mpijob::apply_defaults(job);
-    const auto errors = mpijob::validate(job);
-    if (!errors.empty()) {
-      err << "korovod: " << o.manifest.string() << " is not a valid MPIJob:\n";
-      for (const auto& e : errors) err << "  " << e.to_string() << "\n";
-      return kExitInvalid;
-    }
+    if (const auto errors = mpijob::validate(job); !errors.empty()) return refuse(errors);
   }
   const std::string ns = meta["namespace"], name = meta.value("name", "");
   const auto start = clock.steady_now();

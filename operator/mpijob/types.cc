@@ -1,5 +1,6 @@
 #include "mpijob/types.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "kube/object_meta.h"
@@ -10,6 +11,28 @@ const kube::Resource kMPIJobs{"kubeflow.org", "v2beta1", "mpijobs", "MPIJob", tr
 
 const char* to_string(ReplicaType t) {
   return t == ReplicaType::Launcher ? "Launcher" : "Worker";
+}
+
+int64_t integer_in_range(const kube::Object& v, const char* key, int64_t lo, int64_t hi) {
+  bool ok = false;
+  int64_t n = 0;
+  if (v.is_number_unsigned()) {
+    ok = v.get<uint64_t>() <= static_cast<uint64_t>(hi);
+    n = ok ? static_cast<int64_t>(v.get<uint64_t>()) : 0;
+  } else if (v.is_number_integer()) {
+    n = v.get<int64_t>();
+    ok = n >= lo && n <= hi;
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();  // hi + 1 is a power of two, exact as a double
+    ok = d == std::trunc(d) && d >= static_cast<double>(lo) && d < static_cast<double>(hi) + 1.0;
+    n = ok ? static_cast<int64_t>(d) : 0;
+  }
+  if (!ok) {
+    throw kube::Object::type_error::create(
+        302, std::string(key) + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not " + v.dump(),
+        &v);
+  }
+  return n;
 }
 
 const kube::Object& empty_object() {

@@ -7,9 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kube/client.h"
@@ -131,13 +133,25 @@ class MPIJob {
   kube::Object obj_;
 };
 
-// Reads an optional member; nullopt when j is not an object, the key is absent or null.
+// The integer `v` (member `key` of its object) within [lo, hi]: a JSON integer, or a whole number
+// written as a float (2.0, as Kubernetes' JSON decoding reads it). Anything else throws nlohmann's
+// type_error naming the key: no silent truncation of 2.5, no undefined conversion of 1e42.
+int64_t integer_in_range(const kube::Object& v, const char* key, int64_t lo, int64_t hi);
+
+// Reads an optional member; nullopt when j is not an object, the key is absent or null. A member
+// of another type throws nlohmann's type_error (check_schema_types, schema_types.h, reports
+// those with their paths first).
 template <class T>
 std::optional<T> member(const kube::Object& j, const char* key) {
   if (!j.is_object()) return std::nullopt;
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->template get<T>();
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    static_assert(std::is_signed_v<T> && sizeof(T) <= sizeof(int64_t));
+    return static_cast<T>(integer_in_range(*it, key, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+  } else {
+    return it->template get<T>();
+  }
 }
 
 const kube::Object& empty_object();  // a shared {}

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "mpijob/membership.h"
+#include "mpijob/schema_types.h"
 
 namespace mpijob {
 namespace {
@@ -158,7 +159,8 @@ bool is_dns1035_label(const std::string& s) {
 }
 
 std::vector<FieldError> validate(const MPIJob& job) {
-  Errors errs;
+  Errors errs = check_schema_types(job.json());
+  if (!errs.empty()) return errs;  // what follows reads those fields
   try {
     validate_name(errs, job);
     validate_spec(errs, job);

@@ -7,10 +7,13 @@
 //    nothing else (no std::out_of_range from a huge number), and no crash;
 //  - each document read back from its own JSON text (JSON is YAML, and kubectl takes JSON
 //    manifests) is the same document: the YAML scalar rules and JSON's numbers agree;
-//  - defaulting is idempotent and validation returns field errors rather than failing,
-//    for a manifest whose fields have the types the CRD gives them. A field of another type
-//    (replicas: "two") makes the MPIJob accessors throw nlohmann's type_error: local mode has
-//    no CRD schema in front of them (reported; the target accepts that error only);
+//  - the fields the operator reads are type-checked first, as local mode does (the CRD's types,
+//    mpijob/schema_types.h): each error names its field, and a manifest with one stops there;
+//  - then defaulting is idempotent and validation returns field errors rather than failing.
+//    A field of another type that the check does not cover (inside a pod template, a status)
+//    makes the MPIJob accessors throw nlohmann's type_error, which the target accepts; no
+//    undefined behaviour on the way (backoffLimit: 1e42 was an out-of-range float-to-int
+//    conversion in validation, found by this target);
 //  - the status decodes and re-encodes to an equal status.
 #include <cstdint>
 #include <stdexcept>
@@ -20,6 +23,7 @@
 #include "fuzz_check.h"
 #include "local/yaml_json.h"
 #include "mpijob/defaults.h"
+#include "mpijob/schema_types.h"
 #include "mpijob/types.h"
 #include "mpijob/validation.h"
 
@@ -75,6 +79,9 @@ void check_mpijob(kube::Object obj) {
   auto& meta = obj["metadata"];
   if (!meta.is_object() && !meta.is_null()) return;  // local_run.cc fails on it before these steps
   if (!meta.contains("namespace")) meta["namespace"] = "default";
+  const auto type_errors = mpijob::check_schema_types(obj);
+  for (const auto& e : type_errors) FUZZ_CHECK(!e.field.empty(), "a type error names no field: " + e.to_string());
+  if (!type_errors.empty()) return;  // local_run.cc refuses the manifest here
   try {
     mpijob::MPIJob job(obj);
     mpijob::apply_defaults(job);
