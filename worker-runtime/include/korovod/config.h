@@ -72,7 +72,7 @@ struct Config {
   bool hierarchical_allreduce = false;
   std::string host_id;  // KOROVOD_HOST_ID: overrides this rank's host identity ("" = real one)
   // KOROVOD_HOSTNAME: what other ranks' errors call this rank's host ("" = gethostname(), or
-  // MPI_Get_processor_name() under MPI). The TCP start reads it from the environment itself.
+  // MPI_Get_processor_name() under MPI); read here only, for both the MPI and the TCP start.
   std::string hostname;
 };
 

@@ -42,7 +42,7 @@ struct TcpWorldConfig {
   std::string server_listen_host = "0.0.0.0";  // where rank 0's store listens (kRank0)
   // What every connection must prove (transport/tcp/auth.h); "" = connections unauthenticated.
   std::string job_secret;
-  std::string hostname;  // "" = gethostname() (Env::host); names this rank's host in errors
+  std::string hostname;  // "" = Config::hostname (KOROVOD_HOSTNAME), else gethostname(); names this rank's host in errors
   // Elastic: rank and size come from the driver's round (rank/size above are unused); the store
   // is the driver's (server = kExternal).
   bool elastic = false;

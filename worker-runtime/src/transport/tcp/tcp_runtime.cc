@@ -115,7 +115,6 @@ Result<TcpWorldConfig> parse_tcp_world(const EnvMap& env) {
     KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_SIZE", "HOROVOD_SIZE"}, w.size, 1));
     KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_RANK", "HOROVOD_RANK"}, w.rank, 0));
   }
-  if (const std::string* name = find_env(env, {"KOROVOD_HOSTNAME", "HOROVOD_HOSTNAME"}, &which)) w.hostname = *name;
   if (w.rank >= w.size || w.rendezvous_port > 65535) {
     return Status::invalid_argument(fmt::format("rank {} of {} at port {}: out of range", w.rank, w.size,
                                                 w.rendezvous_port));
@@ -145,8 +144,10 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   KOROVOD_RETURN_IF_ERROR(check_data_planes(config, ControlPlaneKind::kTcp));
   if (!env) env = std::make_shared<SystemEnv>();
   const HostIdentity host = env->host();
+  TcpWorldConfig named = world;
+  if (named.hostname.empty()) named.hostname = config.hostname;  // KOROVOD_HOSTNAME, read by parse_config only
   Result<std::shared_ptr<tcp::TcpTransportProvider>> transport =
-      tcp::TcpTransportProvider::create(world, config.tcp_iface, host, tcp::warning_log(config, world.rank), env);
+      tcp::TcpTransportProvider::create(named, config.tcp_iface, host, tcp::warning_log(config, world.rank), env);
   if (!transport.is_ok()) return transport.status();
   RuntimeOptions options;
   options.config = std::move(config);
