@@ -28,9 +28,8 @@ int64_t integer_in_range(const kube::Object& v, const char* key, int64_t lo, int
     n = ok ? static_cast<int64_t>(d) : 0;
   }
   if (!ok) {
-    throw kube::Object::type_error::create(
-        302, std::string(key) + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not " + v.dump(),
-        &v);
+    const std::string range = "from " + std::to_string(lo) + " to " + std::to_string(hi);
+    throw kube::Object::type_error::create(302, std::string(key) + " must be an integer " + range + ", not " + v.dump(), &v);
   }
   return n;
 }

@@ -36,7 +36,7 @@ struct TcpWorldConfig {
   std::string rendezvous_addr;  // numeric IPv4 or a host name
   int rendezvous_port = 0;      // with kRank0 and port 0, rank 0 listens on an ephemeral port
   int rank = -1, size = 0;
-  std::string host_id;                // "" = hostname + boot id (Env::host)
+  std::string host_id;                // "" = Config::host_id (KOROVOD_HOST_ID), else hostname + boot id (Env::host)
   double start_timeout_seconds = 30;  // every rank at the store, every connection made
   RendezvousServer server = RendezvousServer::kRank0;
   std::string server_listen_host = "0.0.0.0";  // where rank 0's store listens (kRank0)

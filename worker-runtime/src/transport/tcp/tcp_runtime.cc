@@ -119,7 +119,6 @@ Result<TcpWorldConfig> parse_tcp_world(const EnvMap& env) {
     return Status::invalid_argument(fmt::format("rank {} of {} at port {}: out of range", w.rank, w.size,
                                                 w.rendezvous_port));
   }
-  if (const std::string* h = find_env(env, {"KOROVOD_HOST_ID"}, &which)) w.host_id = *h;
   if (const std::string* server = find_env(env, {"KOROVOD_RENDEZVOUS_SERVER"}, &which)) {
     if (*server == "external") {
       w.server = RendezvousServer::kExternal;
@@ -144,8 +143,11 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   KOROVOD_RETURN_IF_ERROR(check_data_planes(config, ControlPlaneKind::kTcp));
   if (!env) env = std::make_shared<SystemEnv>();
   const HostIdentity host = env->host();
+  // KOROVOD_HOST_ID and KOROVOD_HOSTNAME are read by parse_config only; a world that names
+  // its own (a test posing as several hosts) keeps them.
   TcpWorldConfig named = world;
-  if (named.hostname.empty()) named.hostname = config.hostname;  // KOROVOD_HOSTNAME, read by parse_config only
+  if (named.host_id.empty()) named.host_id = config.host_id;
+  if (named.hostname.empty()) named.hostname = config.hostname;
   Result<std::shared_ptr<tcp::TcpTransportProvider>> transport =
       tcp::TcpTransportProvider::create(named, config.tcp_iface, host, tcp::warning_log(config, world.rank), env);
   if (!transport.is_ok()) return transport.status();
@@ -215,7 +217,6 @@ Result<std::unique_ptr<Runtime>> init_solo_runtime(std::vector<std::vector<int>>
   world.server_listen_host = "127.0.0.1";
   world.rank = 0;
   world.size = 1;
-  world.host_id = config->host_id;
   world.start_timeout_seconds = 10;
   // Nobody else takes part, so nobody else needs the secret: other processes of this host that
   // connect to the loopback ports are refused.

@@ -1,7 +1,7 @@
 // The whole engine without MPI: N runtimes as N threads of this process, meeting at the
 // rendezvous store over loopback, negotiating over the TCP control plane and reducing over the
-// TCP data plane. KOROVOD_HOST_ID makes ranks {0,1} one "host" and {2,3} another, so the
-// topology (local / cross ranks) is checked as on two machines.
+// TCP data plane. Config::host_id (KOROVOD_HOST_ID) makes ranks {0,1} one "host" and {2,3}
+// another, so the topology (local / cross ranks) is checked as on two machines.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -28,7 +28,7 @@ int free_port() {
 EnvMap env_for(int rank, int size, int port) {
   return {{"KOROVOD_RENDEZVOUS_ADDR", "localhost"}, {"KOROVOD_RENDEZVOUS_PORT", std::to_string(port)},
           {"HOROVOD_RANK", std::to_string(rank)},   {"KOROVOD_SIZE", std::to_string(size)},
-          {"KOROVOD_HOST_ID", rank < 2 ? "host-a" : "host-b"}, {"KOROVOD_START_TIMEOUT", "10"}};
+          {"KOROVOD_START_TIMEOUT", "10"}};
 }
 
 // What went wrong on which rank, collected from the rank threads.
@@ -52,8 +52,10 @@ class RankFailures {
   std::vector<std::string> lines_;
 };
 
-Config tcp_config() {
+// host_id: KOROVOD_HOST_ID as parse_config reads it ("" = the Env's host).
+Config tcp_config(const std::string& host_id = "") {
   Config c;
+  c.host_id = host_id;
   c.cpu_operations = "tcp";
   c.log_level = LogLevel::kError;
   c.collective_timeout_seconds = 20;
@@ -66,7 +68,7 @@ TEST(TcpWorld, ParsesLauncherEnvironmentAndNamesWhatIsMissing) {
   EXPECT_EQ(w->rank, 3);
   EXPECT_EQ(w->size, 4);
   EXPECT_EQ(w->rendezvous_port, 4242);
-  EXPECT_EQ(w->host_id, "host-b");
+  EXPECT_EQ(w->host_id, "");  // KOROVOD_HOST_ID is Config's (parse_config), read in one place
   EXPECT_DOUBLE_EQ(w->start_timeout_seconds, 10.0);
   EnvMap env = env_for(0, 4, 4242);
   env.erase("KOROVOD_SIZE");
@@ -82,7 +84,7 @@ TEST(TcpRuntime, FourRanksOnTwoForcedHostsRunCollectives) {
   RankFailures failures;
   testing::run_ranks(n, [&](int rank) {
     Result<TcpWorldConfig> world = parse_tcp_world(env_for(rank, n, port));
-    Result<RuntimeOptions> options = world.is_ok() ? tcp_runtime_options(tcp_config(), *world)
+    Result<RuntimeOptions> options = world.is_ok() ? tcp_runtime_options(tcp_config(rank < 2 ? "host-a" : "host-b"), *world)
                                                    : Result<RuntimeOptions>(world.status());
     if (!options.is_ok()) return failures.add(rank, options.status().to_string());
     Result<std::unique_ptr<Runtime>> rt = Runtime::create(std::move(options).value());
@@ -132,7 +134,7 @@ TEST(TcpRuntime, FourRanksOnTwoForcedHostsRunCollectives) {
   EXPECT_TRUE(failures.empty()) << failures.all();
 }
 
-// Without KOROVOD_HOST_ID each rank's Env names its machine (Env::host): four threads of this
+// With no host_id each rank's Env names its machine (Env::host): four threads of this
 // process pose as two hosts, told apart by hostname, or by boot id alone (containers with one
 // name on two machines). The Env reaches the runtime (RuntimeOptions::env) and the topology,
 // and errors name the hosts the Envs gave.
@@ -149,7 +151,6 @@ TEST(TcpRuntime, TheEnvsHostGroupsRanksIntoHostsAndNamesThem) {
     RankFailures failures;
     testing::run_ranks(n, [&](int rank) {
       EnvMap launcher = env_for(rank, n, port);
-      launcher.erase("KOROVOD_HOST_ID");
       auto env = std::make_shared<testing::NamedHostEnv>(rank < 2 ? layout.first : layout.second);
       Result<TcpWorldConfig> world = parse_tcp_world(launcher);
       Result<RuntimeOptions> options = world.is_ok() ? tcp_runtime_options(tcp_config(), *world, {}, env)
@@ -216,7 +217,7 @@ TEST(TcpRuntime, RanksWithTheJobSecretComputeWhileTheStoreIsAttacked) {
     EnvMap env = env_for(rank, n, port);
     env["KOROVOD_JOB_SECRET"] = "the-secret-every-rank-of-this-job-has";
     Result<TcpWorldConfig> world = parse_tcp_world(env);
-    Result<RuntimeOptions> options = world.is_ok() ? tcp_runtime_options(tcp_config(), *world)
+    Result<RuntimeOptions> options = world.is_ok() ? tcp_runtime_options(tcp_config(rank < 2 ? "host-a" : "host-b"), *world)
                                                    : Result<RuntimeOptions>(world.status());
     Result<std::unique_ptr<Runtime>> rt =
         options.is_ok() ? Runtime::create(std::move(options).value()) : Result<std::unique_ptr<Runtime>>(options.status());
