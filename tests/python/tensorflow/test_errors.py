@@ -1,5 +1,7 @@
-"""Errors as in the torch binding: ranks that disagree get an error on every rank that names the
-tensor and the ranks, eagerly and from inside a tf.function, and the runtime stays usable."""
+"""Errors as Horovod's TensorFlow ops give them: ranks that disagree get tf.errors.FailedPreconditionError
+on every rank, naming the tensor and the ranks (inside a tf.function: a tf.errors.OpError with
+that text), an argument the runtime refuses is tf.errors.InvalidArgumentError (in a graph too),
+and the runtime stays usable."""
 
 import numpy as np
 import tensorflow as tf
@@ -15,7 +17,7 @@ def _still_works():
 def test_shape_mismatch_raises_on_every_rank_naming_tensor_and_ranks_then_recovers():
     require_ranks(2)
     tensor = tf.ones([2 + hvd.rank(), 3])
-    text = raises_on_all_ranks(RuntimeError, lambda: hvd.allreduce(tensor, name="mismatch.shape"))
+    text = raises_on_all_ranks(tf.errors.FailedPreconditionError, lambda: hvd.allreduce(tensor, name="mismatch.shape"))
     check_on_all_ranks("mismatch.shape" in text and "rank" in text, lambda: f"error text: {text}")
     _still_works()
 
@@ -23,7 +25,7 @@ def test_shape_mismatch_raises_on_every_rank_naming_tensor_and_ranks_then_recove
 def test_dtype_mismatch_raises_on_every_rank():
     require_ranks(2)
     tensor = tf.ones([4], tf.int32 if hvd.rank() % 2 else tf.float32)
-    text = raises_on_all_ranks(RuntimeError, lambda: hvd.allgather(tensor, name="mismatch.dtype"))
+    text = raises_on_all_ranks(tf.errors.FailedPreconditionError, lambda: hvd.allgather(tensor, name="mismatch.dtype"))
     check_on_all_ranks("mismatch.dtype" in text, lambda: f"error text: {text}")
     _still_works()
 
@@ -42,5 +44,24 @@ def test_mismatch_inside_a_tf_function_surfaces_as_a_tensorflow_error_naming_the
 
 def test_broadcast_root_mismatch_raises_on_every_rank():
     require_ranks(2)
-    raises_on_all_ranks(RuntimeError, lambda: hvd.broadcast(tf.ones([2]), hvd.rank(), name="mismatch.root"))
+    raises_on_all_ranks(tf.errors.FailedPreconditionError,
+                        lambda: hvd.broadcast(tf.ones([2]), hvd.rank(), name="mismatch.root"))
     _still_works()
+
+
+def test_an_argument_the_runtime_refuses_is_invalid_argument_eagerly_and_in_a_graph():
+    require_ranks(2)
+    rows = tf.ones([hvd.size() + 1, 2])  # alltoall without splits: size + 1 rows do not divide
+
+    @tf.function
+    def f(x):
+        return hvd.alltoall(x, name="refused.graph")
+
+    for label, action in [("eager", lambda: hvd.alltoall(rows, name="refused.eager")), ("graph", lambda: f(rows))]:
+        text = raises_on_all_ranks(tf.errors.InvalidArgumentError, action)
+        check_on_all_ranks("not divisible" in text, lambda: f"{label}: error text: {text}")
+    _still_works()
+
+
+def test_horovods_private_executing_eagerly_is_there():
+    assert hvd._executing_eagerly() is True

@@ -73,14 +73,18 @@ state = RuntimeState()
 
 
 def error_for(code: int, text: str) -> Exception:
-    """The Python exception for a C ABI error code (c_api.h documents the mapping)."""
+    """The Python exception for a C ABI error code (c_api.h documents the mapping). It carries the
+    code as `korovod_code`, for a binding whose framework has error types of its own (TensorFlow)."""
     if code == _lib.ERR_INVALID_ARGUMENT:
-        return ValueError(text)
-    if code == _lib.ERR_PRECONDITION:
-        return RuntimeError(text)  # ranks disagree; Horovod's tests catch RuntimeError
-    if code == _lib.ERR_NOT_INITIALIZED:
-        return ValueError(NOT_INITIALIZED_MESSAGE + (f" ({text})" if text else ""))
-    return HorovodInternalError(text or f"korovod error {code}")
+        error: Exception = ValueError(text)
+    elif code == _lib.ERR_PRECONDITION:
+        error = RuntimeError(text)  # ranks disagree; Horovod's torch tests catch RuntimeError
+    elif code == _lib.ERR_NOT_INITIALIZED:
+        error = ValueError(NOT_INITIALIZED_MESSAGE + (f" ({text})" if text else ""))
+    else:
+        error = HorovodInternalError(text or f"korovod error {code}")
+    error.korovod_code = code  # type: ignore[attr-defined]
+    return error
 
 
 def last_error(rt: NativeRuntime, code: int) -> Exception:

@@ -10,6 +10,7 @@ that costs: no XLA). Importing loads no native library; hvd.init() does.
 from __future__ import annotations
 
 import warnings
+from typing import List
 
 import tensorflow as tf
 
@@ -28,6 +29,7 @@ from korovod.tensorflow.mpi_ops import (Adasum, Average, Max, Min, Product, Proc
                                         rank, rank_op, remove_process_set, rocm_built, shutdown, size, size_op,
                                         start_timeline, stop_timeline)
 from korovod.tensorflow.tape import DistributedGradientTape, PartialDistributedGradientTape
+from korovod.tensorflow.util import _executing_eagerly  # noqa: F401 (Horovod's tests call hvd._executing_eagerly)
 
 
 def _resolve_op(op, average):
@@ -43,9 +45,11 @@ def _resolve_op(op, average):
     return Average
 
 
-def _sparse_allreduce(tensor: tf.IndexedSlices, op, prescale_factor, postscale_factor, process_set,
-                      ignore_name_scope) -> tf.IndexedSlices:
-    """An allreduce of tf.IndexedSlices as Horovod does it: allgather values and indices."""
+def _sparse_allreduce(slices: List[tf.IndexedSlices], op, prescale_factor, postscale_factor, process_set,
+                      ignore_name_scope) -> List[tf.IndexedSlices]:
+    """An allreduce of tf.IndexedSlices as Horovod does it: allgather values and indices; all of
+    them as one grouped allgather (one op: independent collectives in a TF1 graph can deadlock,
+    docs/tensorflow.md)."""
     if op == Adasum:
         raise NotImplementedError("The Adasum reduction does not currently support sparse tensors. As a "
                                   "workaround please pass sparse_as_dense=True to DistributedOptimizer")
@@ -53,11 +57,15 @@ def _sparse_allreduce(tensor: tf.IndexedSlices, op, prescale_factor, postscale_f
         raise NotImplementedError("Only Sum and Average ops are supported with tf.IndexedSlices")
     if prescale_factor != 1.0 or postscale_factor != 1.0:
         raise NotImplementedError("Pre/postscale_factor are not supported with tf.IndexedSlices")
-    values = allgather(tensor.values, process_set=process_set, ignore_name_scope=ignore_name_scope)
-    indices = allgather(tensor.indices, process_set=process_set, ignore_name_scope=ignore_name_scope)
-    if op == Average:
-        values = values / tf.cast(process_set.size(), values.dtype)
-    return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
+    parts = [p for t in slices for p in (t.values, t.indices)]
+    gathered = grouped_allgather(parts, process_set=process_set, ignore_name_scope=ignore_name_scope)
+    result = []
+    for i, tensor in enumerate(slices):
+        values, indices = gathered[2 * i], gathered[2 * i + 1]
+        if op == Average:
+            values = values / tf.cast(process_set.size(), values.dtype)
+        result.append(tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape))
+    return result
 
 
 def allreduce(tensor, average=None, device_dense="", device_sparse="", compression=Compression.none, op=None,
@@ -69,7 +77,7 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="", compressi
     del device_dense, device_sparse
     op = _resolve_op(op, average)
     if isinstance(tensor, tf.IndexedSlices):
-        return _sparse_allreduce(tensor, op, prescale_factor, postscale_factor, process_set, ignore_name_scope)
+        return _sparse_allreduce([tensor], op, prescale_factor, postscale_factor, process_set, ignore_name_scope)[0]
     compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
     reduced = _allreduce(compressed, name=name, op=op, prescale_factor=prescale_factor,
                          postscale_factor=postscale_factor, ignore_name_scope=ignore_name_scope,
@@ -87,9 +95,12 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="", 
     op = _resolve_op(op, average)
     result = [None] * len(tensors)
     dense = [i for i, t in enumerate(tensors) if not isinstance(t, tf.IndexedSlices)]
-    for i, t in enumerate(tensors):
-        if isinstance(t, tf.IndexedSlices):
-            result[i] = _sparse_allreduce(t, op, prescale_factor, postscale_factor, process_set, ignore_name_scope)
+    sparse = [i for i, t in enumerate(tensors) if isinstance(t, tf.IndexedSlices)]
+    if sparse:
+        reduced_slices = _sparse_allreduce([tensors[i] for i in sparse], op, prescale_factor, postscale_factor,
+                                           process_set, ignore_name_scope)
+        for i, r in zip(sparse, reduced_slices):
+            result[i] = r
     if dense:
         pairs = [compression.compress(tf.convert_to_tensor(tensors[i])) for i in dense]
         reduced = _grouped_allreduce([c for c, _ in pairs], name=name, op=op, prescale_factor=prescale_factor,

@@ -24,6 +24,8 @@ from typing import Callable, List, Optional, Sequence
 import tensorflow as tf
 from tensorflow.python.eager import record
 
+from korovod.common import _lib
+
 XLA_MESSAGE = ("korovod collectives run as tf.py_function graph ops, which XLA cannot compile; use "
                "tf.function(jit_compile=False) (Keras: model.compile(..., jit_compile=False))")
 
@@ -63,11 +65,34 @@ def check_not_xla() -> None:
         raise NotImplementedError(XLA_MESSAGE)
 
 
+def as_tensorflow_error(error: BaseException) -> Optional[tf.errors.OpError]:
+    """The error Horovod's TensorFlow ops give for what the runtime refused: ranks that disagree
+    (shape, dtype, root rank) -> tf.errors.FailedPreconditionError; an invalid argument (alltoall
+    splits, a scalar to reducescatter) -> tf.errors.InvalidArgumentError. None for anything else."""
+    code = getattr(error, "korovod_code", None)
+    if code == _lib.ERR_PRECONDITION:
+        return tf.errors.FailedPreconditionError(None, None, str(error))
+    if code == _lib.ERR_INVALID_ARGUMENT:
+        return tf.errors.InvalidArgumentError(None, None, str(error))
+    return None
+
+
 def run(body: Callable[..., Sequence[tf.Tensor]], inputs: Sequence[tf.Tensor], out_dtypes: Sequence[tf.DType],
         out_shapes: Sequence[Optional[tf.TensorShape]], name: str) -> List[tf.Tensor]:
-    """body(*eager inputs) -> list of eager outputs; as one graph op outside eager mode."""
+    """body(*eager inputs) -> list of eager outputs; as one graph op outside eager mode.
+
+    Errors: eagerly, the runtime's refusals become Horovod's tf.errors types (as_tensorflow_error).
+    In a graph TensorFlow maps the py_function's Python exception itself: ValueError ->
+    InvalidArgumentError as Horovod's, anything else (a disagreement among ranks too) ->
+    UnknownError, with the runtime's message that names tensor and ranks."""
     if tf.executing_eagerly():
-        return list(body(*inputs))
+        try:
+            return list(body(*inputs))
+        except (ValueError, RuntimeError) as error:
+            mapped = as_tensorflow_error(error)
+            if mapped is None:
+                raise
+            raise mapped from error
     check_not_xla()
     outputs = tf.py_function(func=lambda *xs: list(body(*xs)), inp=list(inputs), Tout=list(out_dtypes),
                              name=normalize_name(name))

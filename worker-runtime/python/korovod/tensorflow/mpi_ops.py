@@ -313,9 +313,11 @@ def _grouped_reducescatter(tensors, name=None, op=Sum, ignore_name_scope=False, 
             xs, [x.dtype for x in xs], [_rows_unknown(x) for x in xs], op_name)
 
     def grad(*dys):
+        # One grouped allgather, not one op per tensor: independent collectives in a TF1 graph can
+        # deadlock (docs/tensorflow.md, the known bug of TF1 graphs).
         ps = _temp_process_set_object(ps_id)
-        return [allgather(_scaled_for_reducescatter(_or_zeros(d, t), op, prescale_factor, postscale_factor, ps),
-                          ignore_name_scope=ignore_name_scope, process_set=ps) for d, t in zip(dys, tensors)]
+        return grouped_allgather([_scaled_for_reducescatter(_or_zeros(d, t), op, prescale_factor, postscale_factor, ps)
+                                  for d, t in zip(dys, tensors)], ignore_name_scope=ignore_name_scope, process_set=ps)
 
     return list(_with_gradient(forward, grad, tensors))
 
