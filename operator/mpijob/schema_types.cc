@@ -23,12 +23,10 @@ std::string json_type(const kube::Object& v) {
 }
 
 bool in_range(const kube::Object& v, const std::string& format) {
-  const int64_t lo = format == "int32" ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
-  const int64_t hi = format == "int32" ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
-  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(hi);
-  if (v.is_number_integer()) return v.get<int64_t>() >= lo && v.get<int64_t>() <= hi;
-  const double d = v.get<double>();  // hi + 1 is a power of two, exact as a double
-  return d >= static_cast<double>(lo) && d < static_cast<double>(hi) + 1.0;
+  const bool int32 = format == "int32";
+  return integer_within(v, int32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min(),
+                        int32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max())
+      .has_value();
 }
 
 // Checks `field` at each value the rest of its path reaches from `v` (found at `path`).

@@ -13,25 +13,29 @@ const char* to_string(ReplicaType t) {
   return t == ReplicaType::Launcher ? "Launcher" : "Worker";
 }
 
-int64_t integer_in_range(const kube::Object& v, const char* key, int64_t lo, int64_t hi) {
-  bool ok = false;
-  int64_t n = 0;
+std::optional<int64_t> integer_within(const kube::Object& v, int64_t lo, int64_t hi) {
   if (v.is_number_unsigned()) {
-    ok = v.get<uint64_t>() <= static_cast<uint64_t>(hi);
-    n = ok ? static_cast<int64_t>(v.get<uint64_t>()) : 0;
-  } else if (v.is_number_integer()) {
-    n = v.get<int64_t>();
-    ok = n >= lo && n <= hi;
-  } else if (v.is_number_float()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi)) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) {
+    const int64_t n = v.get<int64_t>();
+    if (n < lo || n > hi) return std::nullopt;
+    return n;
+  }
+  if (v.is_number_float()) {
     const double d = v.get<double>();  // hi + 1 is a power of two, exact as a double
-    ok = d == std::trunc(d) && d >= static_cast<double>(lo) && d < static_cast<double>(hi) + 1.0;
-    n = ok ? static_cast<int64_t>(d) : 0;
+    if (d != std::trunc(d) || d < static_cast<double>(lo) || d >= static_cast<double>(hi) + 1.0) return std::nullopt;
+    return static_cast<int64_t>(d);
   }
-  if (!ok) {
-    const std::string range = "from " + std::to_string(lo) + " to " + std::to_string(hi);
-    throw kube::Object::type_error::create(302, std::string(key) + " must be an integer " + range + ", not " + v.dump(), &v);
-  }
-  return n;
+  return std::nullopt;
+}
+
+int64_t integer_in_range(const kube::Object& v, const char* key, int64_t lo, int64_t hi) {
+  if (const std::optional<int64_t> n = integer_within(v, lo, hi)) return *n;
+  const std::string range = "from " + std::to_string(lo) + " to " + std::to_string(hi);
+  throw kube::Object::type_error::create(302, std::string(key) + " must be an integer " + range + ", not " + v.dump(), &v);
 }
 
 const kube::Object& empty_object() {

@@ -133,9 +133,11 @@ class MPIJob {
   kube::Object obj_;
 };
 
-// The integer `v` (member `key` of its object) within [lo, hi]: a JSON integer, or a whole number
-// written as a float (2.0, as Kubernetes' JSON decoding reads it). Anything else throws nlohmann's
-// type_error naming the key: no silent truncation of 2.5, no undefined conversion of 1e42.
+// The integer `v` within [lo, hi]: a JSON integer, or a whole number written as a float (2.0, as
+// Kubernetes' JSON decoding reads it); nullopt for anything else (2.5, 1e42, "2", out of range).
+std::optional<int64_t> integer_within(const kube::Object& v, int64_t lo, int64_t hi);
+// integer_within, or nlohmann's type_error naming `key` (the member v is): no silent truncation of
+// 2.5, no undefined conversion of 1e42.
 int64_t integer_in_range(const kube::Object& v, const char* key, int64_t lo, int64_t hi);
 
 // Reads an optional member; nullopt when j is not an object, the key is absent or null. A member
