@@ -43,6 +43,8 @@ Status run_allgather(OpContext& ctx);
 Status run_broadcast(OpContext& ctx);
 Status run_alltoall(OpContext& ctx);
 Status run_reducescatter(OpContext& ctx);
+// Allreduce with op Adasum (adasum.cc); run_allreduce hands it those responses.
+Status run_adasum(OpContext& ctx);
 
 // Rows of dim0 each set rank receives from reducescatter (Horovod: ranks below dim0 % size get
 // one extra row).

@@ -110,6 +110,7 @@ Status run_allreduce(OpContext& ctx) {
     if (!e.joined_dummy) e.result.shape = std::move(e.output.shape);
     e.result.data = e.output.data;
   }
+  if (ctx.response.op == ReduceOp::kAdasum) return run_adasum(ctx);  // host tensors only (make_entry)
   if (ctx.response.device != kCpuDevice) return allreduce_on_device(ctx);
   if (in_place_many(ctx)) return allreduce_many_in_place(ctx);
   if (ctx.entries.size() == 1) return allreduce_single(ctx, ctx.entries[0], ctx.response.sizes[0]);

@@ -59,8 +59,8 @@ Status validate_alltoall(const CollectiveArgs& a, int set_size) {
 Status validate_args(const CollectiveArgs& a, int set_size) {
   if (a.type == RequestType::kJoin || a.type == RequestType::kBarrier) return Status::ok();
   KOROVOD_RETURN_IF_ERROR(validate_tensor(a.name, a.input, "input"));
-  if (a.op == ReduceOp::kAdasum || a.type == RequestType::kAdasum) {
-    return Status::invalid_argument(fmt::format("tensor '{}': Adasum is not supported", a.name));
+  if (a.type == RequestType::kAdasum) {  // Horovod's own request type for it; the API asks by op
+    return Status::invalid_argument(fmt::format("tensor '{}': ask for Adasum as an allreduce with op ADASUM", a.name));
   }
   if (a.type == RequestType::kAllreduce || a.type == RequestType::kBroadcast) {
     KOROVOD_RETURN_IF_ERROR(validate_tensor(a.name, a.output, "output"));

@@ -8,6 +8,8 @@
 #include <functional>
 #include <map>
 
+#include "kernels/kernels.h"
+
 namespace korovod {
 namespace {
 
@@ -68,6 +70,22 @@ std::vector<Check> checks_for(RequestType type) {
   return checks;
 }
 
+// Why Adasum (algorithms/adasum.cc) cannot reduce this tensor among `set_size` ranks; "" when it can.
+std::string adasum_refusal(const Request& r, size_t set_size) {
+  if (r.type != RequestType::kAllreduce) {
+    return fmt::format("Adasum is an allreduce op; {} does not take it.", request_type_name(r.type));
+  }
+  if (!kernels::adasum_supports(r.dtype)) {
+    return fmt::format("Adasum reduces float16, bfloat16, float32 and float64 tensors, not {}.", dtype_name(r.dtype));
+  }
+  if (r.device != kCpuDevice) return "Adasum of GPU tensors is not supported yet; reduce a CPU copy of the tensor.";
+  if ((set_size & (set_size - 1)) != 0) {
+    return fmt::format("Adasum needs a power-of-2 number of ranks, as Horovod's does; this process set has {}.",
+                       set_size);
+  }
+  return {};
+}
+
 Response success_response(const Request& first, const Requests& by_rank) {
   Response resp;
   resp.type = static_cast<ResponseType>(first.type);
@@ -121,8 +139,9 @@ Response build_response(const std::string& name, const Requests& by_rank,
     return error_response(name, fmt::format("Tensor '{}': {} of a scalar is not supported.", name,
                                             request_type_name(type)));
   }
-  if (type == RequestType::kAdasum || first->op == ReduceOp::kAdasum) {
-    return error_response(name, fmt::format("Tensor '{}': Adasum is not supported.", name));
+  if (first->op == ReduceOp::kAdasum && (type == RequestType::kAllreduce || type == RequestType::kReducescatter)) {
+    std::string why = adasum_refusal(*first, by_rank.size());
+    if (!why.empty()) return error_response(name, fmt::format("Tensor '{}': {}", name, why));
   }
   // Horovod: of the collectives, only allreduce runs while ranks have joined (they contribute
   // zeros); the others fail on the ranks that submitted them (its controller, ConstructResponse).

@@ -17,6 +17,17 @@ void scale(DataType dtype, void* buf, int64_t count, double factor);
 // dst[i] = src[i] * factor (a plain copy when factor == 1)
 void scale_copy(DataType dtype, void* dst, const void* src, int64_t count, double factor);
 
+// Adasum (algorithms/adasum.cc) on float16, bfloat16, float32 and float64 only.
+bool adasum_supports(DataType dtype);
+struct DotNorms {
+  double dot;        // sum a[i] * b[i]
+  double a_squared;  // sum a[i]^2
+  double b_squared;  // sum b[i]^2
+};
+DotNorms dot_and_norms(DataType dtype, const void* a, const void* b, int64_t count);
+// a[i] = acoeff * a[i] + bcoeff * b[i]
+void scaled_add(DataType dtype, void* a, double acoeff, const void* b, double bcoeff, int64_t count);
+
 void float16_to_float32(const uint16_t* in, float* out, int64_t count);
 void float32_to_float16(const float* in, uint16_t* out, int64_t count);
 void bfloat16_to_float32(const uint16_t* in, float* out, int64_t count);
