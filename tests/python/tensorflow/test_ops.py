@@ -236,5 +236,35 @@ def test_unsupported_dtype_and_op_are_value_errors():
         hvd.allreduce(tf.constant([1 + 2j]))
     with pytest.raises(ValueError, match="unknown reduction op"):
         hvd.allreduce(tf.ones([2]), op=17)
-    with pytest.raises(NotImplementedError, match="Adasum"):
-        hvd.allreduce(tf.ones([2]), op=hvd.Adasum)
+
+
+def adasum_tree(vectors):
+    """Horovod's pairwise tree: ranks (0, 1), (2, 3), ..., then those pairs, up to one vector."""
+    v = [np.asarray(x, np.float64).ravel() for x in vectors]
+    while len(v) > 1:
+        pairs = []
+        for a, b in zip(v[0::2], v[1::2]):
+            dot, aa, bb = a @ b, a @ a, b @ b
+            pairs.append((1 - dot / (2 * aa) if aa > 0 else 1) * a + (1 - dot / (2 * bb) if bb > 0 else 1) * b)
+        v = pairs
+    return v[0]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16, tf.float32, tf.float64], ids=lambda d: d.name)
+def test_allreduce_adasum_is_the_pairwise_tree(dtype, mode):
+    n, r = hvd.size(), hvd.rank()
+    values = [np.random.default_rng(50 + k).normal(0.2, 1.0, 37) for k in range(n)]
+    held = [tf.cast(tf.constant(v), dtype).numpy().astype(np.float64) for v in values]  # what dtype keeps
+    a, b = run(mode, lambda x, y: (hvd.allreduce(x, op=hvd.Adasum, name=f"adasum.{dtype.name}"),
+                                   hvd.grouped_allreduce([x, y], op=hvd.Adasum, name=f"adasum.g.{dtype.name}")[1]),
+               tf.cast(tf.constant(values[r]), dtype), tf.cast(tf.constant(values[r][:5]), dtype))
+    check_on_all_ranks(a.dtype == dtype, lambda: f"dtype {a.dtype}")
+    check_results([("allreduce", a, adasum_tree(held)), ("grouped, second tensor", b, adasum_tree([h[:5] for h in held]))])
+
+
+def test_adasum_of_an_integer_tensor_fails_on_every_rank_naming_it():
+    with pytest.raises(tf.errors.OpError, match="Adasum reduces float16, bfloat16, float32 and float64 "
+                                                 "tensors, not int32"):
+        hvd.allreduce(tf.ones([2], tf.int32), op=hvd.Adasum, name="steps")
+    check_results([("usable after", hvd.allreduce(tf.ones([2]), op=hvd.Adasum), np.ones(2))])

@@ -32,12 +32,13 @@ def _tape_gradients(mode, variables, **kwargs):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("options", [{}, {"op": hvd.Sum}, {"gradient_predivide_factor": 2.0}, {"groups": 2},
-                                     {"compression": hvd.Compression.fp16}, {"num_groups": 1}],
-                         ids=["average", "sum", "predivide", "groups2", "fp16", "num_groups"])
+                                     {"compression": hvd.Compression.fp16}, {"num_groups": 1}, {"op": hvd.Adasum}],
+                         ids=["average", "sum", "predivide", "groups2", "fp16", "num_groups", "adasum"])
 def test_tape_reduces_every_gradient(options, mode):
     variables = [tf.Variable(tf.zeros([3])), tf.Variable(tf.zeros([2, 2])), tf.Variable(0.0)]
     grads = _tape_gradients(mode, variables, **options)
     n = hvd.size()
+    # Each rank's gradients are multiples of one another's: their Adasum is their mean, too.
     factor = _mean_weight() * (n if options.get("op") == hvd.Sum else 1)
     check_results([(f"grad {i}", g, np.full(v.shape, factor * (i + 1))) for i, (g, v) in
                    enumerate(zip(grads, variables))])

@@ -105,3 +105,25 @@ def test_training_a_compiled_model_matches_one_process(digits):
     if not hasattr(torch, 'compile'):
         pytest.skip('torch %s has no torch.compile (torch >= 2.0)' % torch.__version__)
     compare_with_one_process(digits, compile_model=True)
+
+
+def test_training_with_adasum_learns_and_keeps_the_ranks_identical(digits):
+    """DistributedOptimizer(op=Adasum), Horovod's delta optimizer, on the same shares: Adasum of
+    the ranks' updates is no average, so no one-process reference; it must learn as fast (the
+    learning rate unscaled, as Horovod's examples use it) and leave every rank the same model."""
+    if hvd.size() & (hvd.size() - 1):
+        pytest.skip('Adasum needs a power-of-2 number of ranks, not %d' % hvd.size())
+    model = make_model()
+    initial_loss = full_loss(model, digits)
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                                         named_parameters=model.named_parameters(), op=hvd.Adasum)
+    train(model, optimizer, digits, share=this_ranks_share)
+    loss = full_loss(model, digits)
+    flat = torch.cat([p.detach().ravel() for p in model.parameters()])
+    first = hvd.broadcast(flat, root_rank=0, name='adasum_training.parameters')
+
+    def check():
+        assert float(loss) < float(initial_loss) / 4, 'loss %.3f -> %.3f: not learning' % (
+            float(initial_loss), float(loss))
+        assert torch.equal(flat, first), 'parameters differ from rank 0\'s'
+    check_on_all_ranks(check)

@@ -182,13 +182,6 @@ def test_grouped_allreduce_with_compression():
                    for i, (r, p) in enumerate(zip(results, inputs))], torch.float16)
 
 
-def test_adasum_is_refused_with_a_clear_error():
-    text = raises_on_all_ranks(NotImplementedError, lambda: hvd.allreduce(torch.ones(4), op=hvd.Adasum))
-    check_on_all_ranks("Adasum is not supported by korovod yet" in text, lambda: text)
-    raises_on_all_ranks(RuntimeError, lambda: hvd.grouped_allreduce([torch.ones(2)], op=hvd.Adasum))
-    check_results([("usable after", hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), float(hvd.size())))])
-
-
 def test_unknown_op_and_dtype_are_value_errors():
     raises_on_all_ranks(ValueError, lambda: hvd.allreduce(torch.ones(2), op=17))
     raises_on_all_ranks(ValueError, lambda: hvd.allreduce(torch.ones(2, dtype=torch.complex64)))

@@ -100,8 +100,6 @@ def test_parameters_missing_from_named_parameters_raise_value_error():
 def test_invalid_arguments_raise():
     model = make_model()
     sgd = torch.optim.SGD(model.parameters(), lr=0.1)
-    with pytest.raises(NotImplementedError, match='Adasum is not supported by korovod'):
-        hvd.DistributedOptimizer(sgd, op=hvd.Adasum)
     with pytest.raises(ValueError, match='gradient_predivide_factor'):
         hvd.DistributedOptimizer(sgd, op=hvd.Sum, gradient_predivide_factor=2.0)
     with pytest.raises(ValueError, match='backward_passes_per_step'):

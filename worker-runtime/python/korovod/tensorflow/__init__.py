@@ -15,6 +15,7 @@ from typing import List
 import tensorflow as tf
 
 from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
+from korovod.common.util import gpu_available
 from korovod.tensorflow.compat_v1 import (BroadcastGlobalVariablesHook, broadcast_global_variables,
                                           is_legacy_optimizer, legacy_distributed_optimizer)
 from korovod.tensorflow.compression import Compression
@@ -171,7 +172,7 @@ __all__ = [
     "PartialDistributedGradientTape", "ProcessSet", "Product", "Sum", "add_process_set", "allgather",
     "allgather_object", "allreduce", "alltoall", "barrier", "broadcast", "broadcast_", "broadcast_global_variables",
     "broadcast_object", "broadcast_object_fn", "broadcast_variables", "ccl_built", "cross_rank", "cross_size",
-    "cuda_built", "ddl_built", "gloo_built", "gloo_enabled", "global_process_set", "grouped_allgather",
+    "cuda_built", "ddl_built", "gloo_built", "gloo_enabled", "global_process_set", "gpu_available", "grouped_allgather",
     "grouped_allreduce", "grouped_reducescatter", "init", "is_homogeneous", "is_initialized", "join",
     "local_rank", "local_rank_op", "local_size", "local_size_op", "mpi_built", "mpi_enabled",
     "mpi_threads_supported", "nccl_built", "process_set_included_op", "rank", "rank_op", "reducescatter",

@@ -17,14 +17,12 @@ from korovod.common import _lib
 from korovod.common.basics import state
 from korovod.torch import _native
 
-_VALID_OPS = (_lib.AVERAGE, _lib.SUM, _lib.MIN, _lib.MAX, _lib.PRODUCT)
+_VALID_OPS = (_lib.AVERAGE, _lib.SUM, _lib.ADASUM, _lib.MIN, _lib.MAX, _lib.PRODUCT)
 
 
 def check_reduce_op(op: int) -> None:
-    if op == _lib.ADASUM:
-        raise NotImplementedError("Adasum is not supported by korovod yet")
     if op not in _VALID_OPS:
-        raise ValueError(f"unknown reduction op {op!r}; use hvd.Average, Sum, Min, Max or Product")
+        raise ValueError(f"unknown reduction op {op!r}; use hvd.Average, Sum, Adasum, Min, Max or Product")
 
 
 def process_set_id(process_set) -> int:

@@ -426,7 +426,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
             parameter of the optimizer. Without them: ``allreduce.noname.<group>.<index>``.
         compression: Compression.none, .fp16 or .bf16 for the data sent.
         backward_passes_per_step: backward passes accumulated locally before one allreduce.
-        op: Average (default) or Sum. Adasum is not supported by korovod.
+        op: Average (default), Sum or Adasum. With Adasum (on more than one rank) the result
+            is Horovod's delta optimizer (_adasum_optimizer.py): each parameter's update, not
+            its gradient, is combined by Adasum; groups and sparse_as_dense do not apply.
         gradient_predivide_factor: with op=Average, gradients are scaled by 1/factor before the
             sum and by factor/size after it.
         num_groups: deprecated spelling of an integer ``groups``.
@@ -435,9 +437,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         sparse_as_dense: reduce sparse gradients as dense tensors.
         process_set: reduce over this process set only (default: all ranks).
     """
-    if op == Adasum:
-        raise NotImplementedError('op=Adasum is not supported by korovod yet: the runtime has no '
-                                  'Adasum reduction. Use op=Average or op=Sum.')
+    from korovod.torch._adasum_optimizer import _DistributedAdasumOptimizer  # it imports this module
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError('gradient_predivide_factor not supported with op != Average')
     if num_groups != 0:
@@ -447,12 +447,17 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
             groups = num_groups
     if backward_passes_per_step <= 0:
         raise ValueError('backward_passes_per_step must be > 0')
-    if isinstance(optimizer, _DistributedOptimizer):
+    if isinstance(optimizer, (_DistributedOptimizer, _DistributedAdasumOptimizer)):
         raise ValueError('optimizer is already a DistributedOptimizer')
 
-    cls = type(optimizer.__class__.__name__, (_DistributedOptimizer, optimizer.__class__), {})
-    wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-                  op, gradient_predivide_factor, groups, sparse_as_dense, process_set)
+    if op == Adasum and size() > 1:
+        cls = type(optimizer.__class__.__name__, (_DistributedAdasumOptimizer, optimizer.__class__), {})
+        wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
+                      process_set)
+    else:
+        cls = type(optimizer.__class__.__name__, (_DistributedOptimizer, optimizer.__class__), {})
+        wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
+                      op, gradient_predivide_factor, groups, sparse_as_dense, process_set)
     # The parameter groups are the wrapped optimizer's own dicts (shared, as in Horovod); share
     # its state and constructor defaults too, so state loaded before wrapping is kept and
     # add_param_group() fills in the user's hyper-parameters rather than the class defaults.
