@@ -63,16 +63,13 @@ def parse_args(argv=None):
                    help="torch intra-op threads per rank (0: torch's default)")
     p.add_argument("--no-cuda", action="store_true", help="disables CUDA training")
     p.add_argument("--use-adasum", action="store_true",
-                   help="use the Adasum reduction (not supported by korovod yet)")
+                   help="combine the ranks' updates with Adasum instead of averaging gradients "
+                        "(a power-of-2 number of ranks; the learning rate is not scaled by the size)")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args.use_adasum:
-        print("pytorch_synthetic_benchmark: --use-adasum: korovod does not implement the Adasum "
-              "reduction yet; run without it (gradients are averaged)", file=sys.stderr)
-        return 2
     hvd.init()
     use_cuda = not args.no_cuda and torch.cuda.is_available()
     if use_cuda:
@@ -84,10 +81,12 @@ def main(argv=None) -> int:
     model = build()
     if use_cuda:
         model.cuda()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * hvd.size())
+    # As Horovod's example: Adasum needs no learning-rate scaling by the number of ranks.
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * (1 if args.use_adasum else hvd.size()))
     compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
-                                         compression=compression, op=hvd.Average)
+                                         compression=compression,
+                                         op=hvd.Adasum if args.use_adasum else hvd.Average)
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
 

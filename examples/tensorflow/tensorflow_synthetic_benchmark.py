@@ -51,16 +51,14 @@ def parse_args(argv=None):
                    help="TensorFlow intra-op threads per rank (0: TensorFlow's default)")
     p.add_argument("--eager", action="store_true", help="run the training step eagerly, not as a tf.function")
     p.add_argument("--no-cuda", action="store_true", help="run on the CPU even where a GPU is visible")
-    p.add_argument("--use-adasum", action="store_true", help="use the Adasum reduction (not supported by korovod yet)")
+    p.add_argument("--use-adasum", action="store_true",
+                   help="reduce gradients with Adasum instead of averaging them (a power-of-2 number of ranks; "
+                        "the learning rate is not scaled by the size)")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args.use_adasum:
-        print("tensorflow_synthetic_benchmark: --use-adasum: korovod does not implement the Adasum reduction yet; "
-              "run without it (gradients are averaged)", file=sys.stderr)
-        return 2
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if args.no_cuda:
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
@@ -79,7 +77,7 @@ def main(argv=None) -> int:
         tf.config.threading.set_inter_op_parallelism_threads(max(2, args.num_threads))
     build, sample_shape = MODELS[args.model]
     model = build(keras)
-    optimizer = keras.optimizers.SGD(0.01 * hvd.size())
+    optimizer = keras.optimizers.SGD(0.01 * (1 if args.use_adasum else hvd.size()))
     compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     data = tf.random.uniform([args.batch_size, *sample_shape])
@@ -88,7 +86,8 @@ def main(argv=None) -> int:
     def step(first_batch):
         with tf.GradientTape() as tape:
             loss = loss_fn(target, model(data, training=True))
-        tape = hvd.DistributedGradientTape(tape, compression=compression)
+        tape = hvd.DistributedGradientTape(tape, compression=compression,
+                                           op=hvd.Adasum if args.use_adasum else hvd.Average)
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         if first_batch:
