@@ -176,13 +176,18 @@ def test_adasum_optimizer_keeps_the_wrapped_optimizers_state_and_guards_misuse(p
     model = make_model(1)
     optimizer = hvd.DistributedOptimizer(torch.optim.Adam(model.parameters(), lr=0.01),
                                          named_parameters=model.named_parameters(), op=hvd.Adasum)
+    before = [p.detach().clone() for p in model.parameters()]
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)  # creates Adam's state without a step
+    check_on_all_ranks(all(torch.equal(p, b) for p, b in zip(model.parameters(), before)),
+                       lambda: "broadcast_optimizer_state moved the parameters")
     for step in range(3):
         optimizer.zero_grad()
         x, y = rank_batch(hvd.rank(), step)
         torch.nn.functional.mse_loss(model(x), y).backward()
         optimizer.step()
     steps = [float(s["step"]) for s in optimizer.state_dict()["state"].values()]
-    check_on_all_ranks(steps == [3.0] * 4, lambda: f"Adam's step counts {steps}")
+    # 3 steps, plus the zero-gradient one that created the state (as in Horovod)
+    check_on_all_ranks(steps == [4.0] * 4, lambda: f"Adam's step counts {steps}")
     flat = torch.cat([p.detach().ravel() for p in model.parameters()])
     gathered = hvd.allgather(flat.unsqueeze(0), name="adasum.opt.params")
     check_on_all_ranks(bool((gathered == gathered[0]).all()), lambda: "parameters differ across ranks")

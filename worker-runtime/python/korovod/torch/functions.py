@@ -144,6 +144,7 @@ def _adopt(target: dict, layout: dict, device: torch.device, prefix: str, tensor
 def _create_state(optimizer, model) -> None:
     """Creates the state of an optimizer that has not stepped yet (as Horovod does: one step with
     zero gradients), leaving the parameters' values unchanged (weight decay would move them)."""
+    from korovod.torch._adasum_optimizer import _DistributedAdasumOptimizer
     from korovod.torch.optimizer import _DistributedOptimizer
     sparse_ids = set()
     if model is not None:
@@ -162,8 +163,10 @@ def _create_state(optimizer, model) -> None:
                 grad = grad.to_sparse()
             p.grad = grad
     # A DistributedOptimizer's own step() would allreduce: run only the wrapped optimizer's.
-    if isinstance(optimizer, _DistributedOptimizer):
-        super(_DistributedOptimizer, optimizer).step()
+    for wrapper in (_DistributedOptimizer, _DistributedAdasumOptimizer):
+        if isinstance(optimizer, wrapper):
+            super(wrapper, optimizer).step()
+            break
     else:
         optimizer.step()
     with torch.no_grad():
