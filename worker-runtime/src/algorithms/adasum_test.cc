@@ -5,6 +5,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "core/testing/test_ranks.h"
@@ -52,6 +53,17 @@ Vec input(int rank, size_t tensor, int64_t n) {
   return v;
 }
 
+// body(rank, its Runtime) on n ranks as n threads over one fake world; each runtime shuts down after.
+void on_ranks(int n, const std::function<void(int rank, Runtime& rt)>& body) {
+  auto world = std::make_shared<fake::FakeWorld>(n);
+  run_ranks(n, [&](int rank) {
+    auto rt = make_fake_runtime(world, rank, fast_config());
+    ASSERT_NE(rt, nullptr);
+    body(rank, *rt);
+    EXPECT_TRUE(rt->shutdown().is_ok());
+  });
+}
+
 TensorView f64(Vec& v) { return TensorView{v.data(), DataType::kFloat64, {static_cast<int64_t>(v.size())}, kCpuDevice}; }
 
 // Several tensors (empty, shorter than the number of ranks, odd, large) in one fused response,
@@ -67,10 +79,7 @@ TEST(Adasum, MatchesThePairwiseTreeOnEverySizeFusedAndAlone) {
       expect.push_back(reference(per_rank));
     }
     std::vector<std::vector<Vec>> got(static_cast<size_t>(n)), alones(static_cast<size_t>(n));
-    auto world = std::make_shared<fake::FakeWorld>(n);
-    run_ranks(n, [&](int rank) {
-      auto rt = make_fake_runtime(world, rank, fast_config());
-      ASSERT_NE(rt, nullptr);
+    on_ranks(n, [&](int rank, Runtime& rt) {
       std::vector<Vec> in, out(lengths.size());
       std::vector<std::string> names;
       std::vector<TensorView> iv, ov;
@@ -80,18 +89,17 @@ TEST(Adasum, MatchesThePairwiseTreeOnEverySizeFusedAndAlone) {
         names.push_back("fused." + std::to_string(t));
       }
       for (size_t t = 0; t < lengths.size(); ++t) iv.push_back(f64(in[t])), ov.push_back(f64(out[t]));
-      auto hs = rt->grouped_allreduce(names, iv, ov, ReduceOp::kAdasum);
+      auto hs = rt.grouped_allreduce(names, iv, ov, ReduceOp::kAdasum);
       ASSERT_TRUE(hs.is_ok()) << hs.status().to_string();
-      for (Handle h : *hs) ASSERT_TRUE(rt->wait(h).is_ok());
+      for (Handle h : *hs) ASSERT_TRUE(rt.wait(h).is_ok());
       for (size_t t = 0; t < lengths.size(); ++t) {
         Vec alone = in[t];  // in place, one tensor: the output is the work buffer
-        auto h = rt->allreduce("alone." + std::to_string(t), f64(alone), f64(alone), ReduceOp::kAdasum);
+        auto h = rt.allreduce("alone." + std::to_string(t), f64(alone), f64(alone), ReduceOp::kAdasum);
         ASSERT_TRUE(h.is_ok()) << h.status().to_string();
-        ASSERT_TRUE(rt->wait(*h).is_ok());
+        ASSERT_TRUE(rt.wait(*h).is_ok());
         alones[static_cast<size_t>(rank)].push_back(alone);
       }
       got[static_cast<size_t>(rank)] = out;
-      EXPECT_TRUE(rt->shutdown().is_ok());
     });
     // Fused and alone split the vector at different places, so their sums round differently.
     for (int r = 0; r < n; ++r) {
@@ -114,18 +122,15 @@ TEST(Adasum, MatchesThePairwiseTreeOnEverySizeFusedAndAlone) {
 // ones average; float32, float16 and bfloat16, with prescale and postscale applied around it.
 TEST(Adasum, OrthogonalVectorsAddAndParallelOnesAverageInEveryFloatType) {
   const int n = 4;
-  auto world = std::make_shared<fake::FakeWorld>(n);
-  run_ranks(n, [&](int rank) {
-    auto rt = make_fake_runtime(world, rank, fast_config());
-    ASSERT_NE(rt, nullptr);
+  on_ranks(n, [&](int rank, Runtime& rt) {
     // Orthogonal: rank r holds (r + 1) e_r; parallel: rank r holds (r + 1) * (1, 2, 3, 4).
     std::vector<float> ortho(n, 0.f), para(n);
     ortho[rank] = static_cast<float>(rank + 1);
     for (int i = 0; i < n; ++i) para[i] = static_cast<float>((rank + 1) * (i + 1));
     auto f32 = [](std::vector<float>& v) { return TensorView{v.data(), DataType::kFloat32, {4}, kCpuDevice}; };
-    ASSERT_TRUE(rt->wait(*rt->allreduce("ortho", f32(ortho), f32(ortho), ReduceOp::kAdasum)).is_ok());
+    ASSERT_TRUE(rt.wait(*rt.allreduce("ortho", f32(ortho), f32(ortho), ReduceOp::kAdasum)).is_ok());
     for (int i = 0; i < n; ++i) EXPECT_FLOAT_EQ(ortho[i], static_cast<float>(i + 1));
-    ASSERT_TRUE(rt->wait(*rt->allreduce("para", f32(para), f32(para), ReduceOp::kAdasum, 2.0, 0.25)).is_ok());
+    ASSERT_TRUE(rt.wait(*rt.allreduce("para", f32(para), f32(para), ReduceOp::kAdasum, 2.0, 0.25)).is_ok());
     for (int i = 0; i < n; ++i) EXPECT_FLOAT_EQ(para[i], 2.5f * static_cast<float>(i + 1) * 2.0f * 0.25f);
     for (DataType half : {DataType::kFloat16, DataType::kBFloat16}) {
       // 1.0 and 3.0 in the half type, on every rank: the mean of equal vectors is that vector.
@@ -133,39 +138,34 @@ TEST(Adasum, OrthogonalVectorsAddAndParallelOnesAverageInEveryFloatType) {
       const uint16_t three = half == DataType::kFloat16 ? 0x4200 : 0x4040;
       std::vector<uint16_t> v = {one, three, one, three};
       TensorView t{v.data(), half, {4}, kCpuDevice};
-      ASSERT_TRUE(rt->wait(*rt->allreduce(std::string("half.") + std::string(dtype_name(half)), t, t,
+      ASSERT_TRUE(rt.wait(*rt.allreduce(std::string("half.") + std::string(dtype_name(half)), t, t,
                                           ReduceOp::kAdasum)).is_ok());
       EXPECT_EQ(v, (std::vector<uint16_t>{one, three, one, three})) << dtype_name(half);
     }
-    EXPECT_TRUE(rt->shutdown().is_ok());
   });
 }
 
 // Refused in negotiation, so every rank gets the error from wait() and the runtime goes on.
 TEST(Adasum, IntegerTensorsAndOtherCollectivesAreRefusedOnEveryRankNamingTheTensor) {
   const int n = 2;
-  auto world = std::make_shared<fake::FakeWorld>(n);
-  run_ranks(n, [&](int rank) {
-    auto rt = make_fake_runtime(world, rank, fast_config());
-    ASSERT_NE(rt, nullptr);
+  on_ranks(n, [&](int, Runtime& rt) {
     std::vector<int32_t> i(4, 1);
     TensorView t{i.data(), DataType::kInt32, {4}, kCpuDevice};
-    Result<Handle> h = rt->allreduce("steps", t, t, ReduceOp::kAdasum);
+    Result<Handle> h = rt.allreduce("steps", t, t, ReduceOp::kAdasum);
     ASSERT_TRUE(h.is_ok()) << h.status().to_string();
-    Status s = rt->wait(*h);
+    Status s = rt.wait(*h);
     EXPECT_NE(s.message().find("Tensor 'steps': Adasum reduces float16, bfloat16, float32 and float64 tensors, "
                                "not int32"), std::string::npos) << s.to_string();
     std::vector<float> f(4, 1.f);
-    h = rt->reducescatter("rs", TensorView{f.data(), DataType::kFloat32, {4}, kCpuDevice}, ReduceOp::kAdasum);
+    h = rt.reducescatter("rs", TensorView{f.data(), DataType::kFloat32, {4}, kCpuDevice}, ReduceOp::kAdasum);
     ASSERT_TRUE(h.is_ok()) << h.status().to_string();
-    s = rt->wait(*h);
+    s = rt.wait(*h);
     EXPECT_NE(s.message().find("Tensor 'rs': Adasum is an allreduce op; REDUCESCATTER does not take it"),
               std::string::npos) << s.to_string();
-    ASSERT_TRUE(rt->wait(*rt->allreduce("after", TensorView{f.data(), DataType::kFloat32, {4}, kCpuDevice},
+    ASSERT_TRUE(rt.wait(*rt.allreduce("after", TensorView{f.data(), DataType::kFloat32, {4}, kCpuDevice},
                                         TensorView{f.data(), DataType::kFloat32, {4}, kCpuDevice},
                                         ReduceOp::kAdasum)).is_ok());
     EXPECT_EQ(f, std::vector<float>(4, 1.f));
-    EXPECT_TRUE(rt->shutdown().is_ok());
   });
 }
 
@@ -173,37 +173,29 @@ TEST(Adasum, IntegerTensorsAndOtherCollectivesAreRefusedOnEveryRankNamingTheTens
 // pair is (1, 1)): the others' result is the tree over the ranks that did submit.
 TEST(Adasum, AJoinedRanksZerosLeaveTheOthersResult) {
   const int n = 2;
-  auto world = std::make_shared<fake::FakeWorld>(n);
-  run_ranks(n, [&](int rank) {
-    auto rt = make_fake_runtime(world, rank, fast_config());
-    ASSERT_NE(rt, nullptr);
+  on_ranks(n, [&](int rank, Runtime& rt) {
     if (rank == 1) {
-      ASSERT_TRUE(rt->wait(*rt->join()).is_ok());
+      ASSERT_TRUE(rt.wait(*rt.join()).is_ok());
     } else {
       std::vector<double> v = {1.0, -2.0, 0.5};
-      ASSERT_TRUE(rt->wait(*rt->allreduce("after_join", f64(v), f64(v), ReduceOp::kAdasum)).is_ok());
+      ASSERT_TRUE(rt.wait(*rt.allreduce("after_join", f64(v), f64(v), ReduceOp::kAdasum)).is_ok());
       EXPECT_EQ(v, (std::vector<double>{1.0, -2.0, 0.5}));
-      ASSERT_TRUE(rt->wait(*rt->join()).is_ok());
+      ASSERT_TRUE(rt.wait(*rt.join()).is_ok());
     }
-    EXPECT_TRUE(rt->shutdown().is_ok());
   });
 }
 
 // As Horovod: any tree over 3 ranks is unbalanced, so parallel vectors would not average.
 TEST(Adasum, AProcessSetWhoseSizeIsNotAPowerOf2IsRefusedOnEveryRank) {
   const int n = 3;
-  auto world = std::make_shared<fake::FakeWorld>(n);
-  run_ranks(n, [&](int rank) {
-    auto rt = make_fake_runtime(world, rank, fast_config());
-    ASSERT_NE(rt, nullptr);
+  on_ranks(n, [&](int, Runtime& rt) {
     std::vector<float> v(5, 1.f);
     TensorView t{v.data(), DataType::kFloat32, {5}, kCpuDevice};
-    Status s = rt->wait(*rt->allreduce("three", t, t, ReduceOp::kAdasum));
+    Status s = rt.wait(*rt.allreduce("three", t, t, ReduceOp::kAdasum));
     EXPECT_NE(s.message().find("Tensor 'three': Adasum needs a power-of-2 number of ranks, as Horovod's does; "
                                "this process set has 3."), std::string::npos) << s.to_string();
-    ASSERT_TRUE(rt->wait(*rt->allreduce("sum_after", t, t, ReduceOp::kSum)).is_ok());
+    ASSERT_TRUE(rt.wait(*rt.allreduce("sum_after", t, t, ReduceOp::kSum)).is_ok());
     EXPECT_EQ(v, std::vector<float>(5, 3.f));
-    EXPECT_TRUE(rt->shutdown().is_ok());
   });
 }
 

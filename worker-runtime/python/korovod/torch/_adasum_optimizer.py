@@ -13,7 +13,6 @@ DistributedOptimizer. Beyond Horovod: any process set, and any number of ranks (
 allreduce refuses sizes that are not a power of 2).
 """
 
-import weakref
 from contextlib import contextmanager
 from typing import Dict
 
@@ -21,9 +20,8 @@ import torch
 
 from korovod.torch.mpi_ops import Adasum, allreduce_async_, global_process_set
 from korovod.torch.mpi_ops import synchronize as synchronize_handle
-from korovod.torch.optimizer import (_HAS_POST_ACCUMULATE_GRAD_HOOK, _TOO_MANY_PASSES,
-                                     _ZERO_GRAD_PENDING, _DistributedOptimizer,
-                                     _grad_accumulator_hook, _post_accumulate_hook, _remove_hooks)
+from korovod.torch.optimizer import (_TOO_MANY_PASSES, _ZERO_GRAD_PENDING, _DistributedOptimizer,
+                                     _hook_ready_gradient, _remove_hooks_with)
 
 
 class _DistributedAdasumOptimizer(torch.optim.Optimizer):
@@ -45,7 +43,6 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         self._register_hooks()
 
     def _register_hooks(self) -> None:
-        optimizer_ref = weakref.ref(self)
         for group in self.param_groups:
             for p in group['params']:
                 if not p.requires_grad or p in self._delay:
@@ -55,15 +52,8 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
                 self._delay[p] = self.backward_passes_per_step
                 self._starting_models[p] = torch.zeros_like(p, requires_grad=False)
                 self._requires_update.append(p)
-                if _HAS_POST_ACCUMULATE_GRAD_HOOK:
-                    self._hook_handles.append(
-                        p.register_post_accumulate_grad_hook(_post_accumulate_hook(optimizer_ref, p)))
-                else:
-                    grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                    grad_acc.register_hook(_grad_accumulator_hook(optimizer_ref, p))
-                    self._grad_accs.append(grad_acc)
-        if self._hook_handles:
-            weakref.finalize(self, _remove_hooks, self._hook_handles)
+                _hook_ready_gradient(self, p, p)
+        _remove_hooks_with(self)
 
     def set_backward_passes_per_step(self, passes: int) -> None:
         self.backward_passes_per_step = passes

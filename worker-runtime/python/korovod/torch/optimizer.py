@@ -180,9 +180,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         trainable = [p for group in self.param_groups for p in group['params'] if p.requires_grad]
         if self._groups is not None:
             self._form_groups(trainable)
-        # The hooks see the optimizer through a weak reference: a discarded optimizer must not
-        # keep reducing (under the same names) the gradients of a model that a new one now owns.
-        optimizer_ref = weakref.ref(self)
         for p in trainable:
             if p in self._requires_update:
                 continue
@@ -190,15 +187,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._update_order.append(p)
             slot = _Slot(p, self.backward_passes_per_step, self._parameter_names.get(p))
             self._slots.append(slot)
-            if _HAS_POST_ACCUMULATE_GRAD_HOOK:
-                self._hook_handles.append(
-                    p.register_post_accumulate_grad_hook(_post_accumulate_hook(optimizer_ref, slot)))
-            else:
-                grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                grad_acc.register_hook(_grad_accumulator_hook(optimizer_ref, slot))
-                self._grad_accs.append(grad_acc)
-        if self._hook_handles:
-            weakref.finalize(self, _remove_hooks, self._hook_handles)
+            _hook_ready_gradient(self, p, slot)
+        _remove_hooks_with(self)
 
     def _form_groups(self, trainable: List[torch.Tensor]) -> None:
         # Every rank must put the same parameters into the same group under the same name, so all
@@ -405,6 +395,27 @@ def _grad_accumulator_hook(optimizer_ref, slot):
 def _remove_hooks(handles) -> None:
     for handle in handles:
         handle.remove()
+
+
+def _hook_ready_gradient(optimizer, p: torch.Tensor, key) -> None:
+    """optimizer._grad_ready(key) runs each time p's gradient has been accumulated: a
+    post-accumulate-grad hook where torch has them, else a hook on p's AccumulateGrad node (kept
+    alive in optimizer._grad_accs). The hooks see the optimizer through a weak reference: a
+    discarded optimizer must not keep reducing (under the same names) the gradients of a model
+    that a new one now owns."""
+    optimizer_ref = weakref.ref(optimizer)
+    if _HAS_POST_ACCUMULATE_GRAD_HOOK:
+        optimizer._hook_handles.append(p.register_post_accumulate_grad_hook(_post_accumulate_hook(optimizer_ref, key)))
+    else:
+        grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+        grad_acc.register_hook(_grad_accumulator_hook(optimizer_ref, key))
+        optimizer._grad_accs.append(grad_acc)
+
+
+def _remove_hooks_with(optimizer) -> None:
+    """The post-accumulate-grad hooks go when the optimizer does."""
+    if optimizer._hook_handles:
+        weakref.finalize(optimizer, _remove_hooks, optimizer._hook_handles)
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
