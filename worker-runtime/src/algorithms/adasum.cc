@@ -131,6 +131,7 @@ Status run_adasum(OpContext& ctx) {
   const Response& r = ctx.response;
   const int64_t elem = element_size(r.dtype);
   const int64_t total = std::accumulate(r.sizes.begin(), r.sizes.end(), int64_t{0});
+  if (total == 0) return Status::ok();  // every rank negotiated the same empty tensors
   const int64_t scratch_elems = total - total / 2;  // the partner's half of this rank's range
   const bool single = ctx.entries.size() == 1;
   std::byte* buffer = fusion_buffer(ctx, ((single ? 0 : total) + scratch_elems) * elem + 1);
