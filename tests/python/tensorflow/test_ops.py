@@ -267,4 +267,4 @@ def test_adasum_of_an_integer_tensor_fails_on_every_rank_naming_it():
     with pytest.raises(tf.errors.OpError, match="Adasum reduces float16, bfloat16, float32 and float64 "
                                                  "tensors, not int32"):
         hvd.allreduce(tf.ones([2], tf.int32), op=hvd.Adasum, name="steps")
-    check_results([("usable after", hvd.allreduce(tf.ones([2]), op=hvd.Adasum), np.ones(2))])
+    check_results([("usable after", hvd.allreduce(tf.ones([2]), op=hvd.Adasum, name="adasum.after"), np.ones(2))])
