@@ -117,6 +117,21 @@ def test_errors_name_the_tensor_and_leave_the_runtime_usable(power_of_two_ranks)
     check_close("usable after", result, np.ones(2), 1e-12)
 
 
+def test_adasum_within_a_process_set(power_of_two_ranks):
+    """Beyond Horovod (global set only): the even and the odd ranks each reduce among themselves."""
+    halves = [[r for r in range(hvd.size()) if r % 2 == k] for k in (0, 1)]
+    sets = [hvd.add_process_set(ranks) for ranks in halves]
+    try:
+        ranks = halves[hvd.rank() % 2]
+        vectors = [rank_vector(r, 33, 40) for r in ranks]
+        result = hvd.allreduce(torch.from_numpy(vectors[ranks.index(hvd.rank())]), op=hvd.Adasum,
+                               process_set=sets[hvd.rank() % 2], name="adasum.half")
+        check_close(f"set {ranks}", result, adasum_tree(vectors), 1e-12)
+    finally:
+        for ps in reversed(sets):
+            hvd.remove_process_set(ps)
+
+
 def test_a_size_not_a_power_of_2_is_refused_on_every_rank():
     if power_of_two(hvd.size()):
         pytest.skip(f"{hvd.size()} ranks is a power of 2: run under -np 3 to see the refusal")

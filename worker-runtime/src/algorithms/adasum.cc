@@ -16,10 +16,12 @@
 // tree is unbalanced, and parallel vectors would no longer average but weigh some ranks more.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 #include "kernels/kernels.h"
@@ -134,7 +136,7 @@ Status run_adasum(OpContext& ctx) {
   if (total == 0) return Status::ok();  // every rank negotiated the same empty tensors
   const int64_t scratch_elems = total - total / 2;  // the partner's half of this rank's range
   const bool single = ctx.entries.size() == 1;
-  std::byte* buffer = fusion_buffer(ctx, ((single ? 0 : total) + scratch_elems) * elem + 1);
+  std::byte* buffer = fusion_buffer(ctx, ((single ? 0 : total) + scratch_elems) * elem);
   std::byte* data = single ? static_cast<std::byte*>(ctx.entries[0].output.data) : buffer;
   std::byte* scratch = single ? buffer : buffer + total * elem;
   {

@@ -461,7 +461,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if isinstance(optimizer, (_DistributedOptimizer, _DistributedAdasumOptimizer)):
         raise ValueError('optimizer is already a DistributedOptimizer')
 
-    if op == Adasum and size() > 1:
+    if op == Adasum and size() > 1 and process_set.included():  # the others step alone, as below
         cls = type(optimizer.__class__.__name__, (_DistributedAdasumOptimizer, optimizer.__class__), {})
         wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
                       process_set)
