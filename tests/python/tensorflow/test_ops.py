@@ -260,7 +260,8 @@ def test_allreduce_adasum_is_the_pairwise_tree(dtype, mode):
                                    hvd.grouped_allreduce([x, y], op=hvd.Adasum, name=f"adasum.g.{dtype.name}")[1]),
                tf.cast(tf.constant(values[r]), dtype), tf.cast(tf.constant(values[r][:5]), dtype))
     check_on_all_ranks(a.dtype == dtype, lambda: f"dtype {a.dtype}")
-    check_results([("allreduce", a, adasum_tree(held)), ("grouped, second tensor", b, adasum_tree([h[:5] for h in held]))])
+    check_results([("allreduce", a, adasum_tree(held)),
+                   ("grouped, second tensor", b, adasum_tree([h[:5] for h in held]))])
 
 
 def test_adasum_of_an_integer_tensor_fails_on_every_rank_naming_it():

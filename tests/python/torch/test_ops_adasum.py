@@ -36,7 +36,8 @@ def rank_vector(rank: int, n: int, seed: int) -> np.ndarray:
 def check_close(what: str, actual: torch.Tensor, expected: np.ndarray, rtol: float) -> None:
     got = actual.detach().double().numpy().ravel()
     error = float(np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-30))
-    check_on_all_ranks(error <= rtol, lambda: f"{what}: relative error {error:.3g} > {rtol}: {got[:4]} vs {expected[:4]}")
+    check_on_all_ranks(error <= rtol,
+                       lambda: f"{what}: relative error {error:.3g} > {rtol}: {got[:4]} vs {expected[:4]}")
 
 
 def power_of_two(n: int) -> bool:
@@ -169,8 +170,10 @@ def local_deltas(model: torch.nn.Module, make_optimizer, rank: int, step: int, p
 
 @pytest.mark.parametrize("passes", [1, 2])
 def test_distributed_optimizer_combines_each_ranks_update_by_adasum(passes, power_of_two_ranks):
+    def make_sgd(m):  # no momentum: each step's delta depends on that step's gradient only
+        return torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.0)
+
     model = make_model(0)
-    make_sgd = lambda m: torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.0)  # noqa: E731 (stateless: deltas repeat)
     optimizer = hvd.DistributedOptimizer(make_sgd(model), named_parameters=model.named_parameters(),
                                          op=hvd.Adasum, backward_passes_per_step=passes)
     check_on_all_ranks(isinstance(optimizer, torch.optim.SGD), lambda: f"not an SGD: {type(optimizer)}")

@@ -405,7 +405,8 @@ def _hook_ready_gradient(optimizer, p: torch.Tensor, key) -> None:
     that a new one now owns."""
     optimizer_ref = weakref.ref(optimizer)
     if _HAS_POST_ACCUMULATE_GRAD_HOOK:
-        optimizer._hook_handles.append(p.register_post_accumulate_grad_hook(_post_accumulate_hook(optimizer_ref, key)))
+        hook = _post_accumulate_hook(optimizer_ref, key)
+        optimizer._hook_handles.append(p.register_post_accumulate_grad_hook(hook))
     else:
         grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
         grad_acc.register_hook(_grad_accumulator_hook(optimizer_ref, key))
