@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import korovod.torch as hvd
-from ops_helpers import check_on_all_ranks, raises_on_all_ranks
+from ops_helpers import check_on_all_ranks, raises_on_all_ranks, require_ranks
 
 
 def adasum_pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -120,6 +120,7 @@ def test_errors_name_the_tensor_and_leave_the_runtime_usable(power_of_two_ranks)
 
 def test_adasum_within_a_process_set(power_of_two_ranks):
     """Beyond Horovod (global set only): the even and the odd ranks each reduce among themselves."""
+    require_ranks(2)
     halves = [[r for r in range(hvd.size()) if r % 2 == k] for k in (0, 1)]
     sets = [hvd.add_process_set(ranks) for ranks in halves]
     try:
