@@ -25,6 +25,13 @@ Adasum = _lib.ADASUM
 Min = _lib.MIN
 Max = _lib.MAX
 Product = _lib.PRODUCT
+_REDUCE_OPS = (Average, Sum, Adasum, Min, Max, Product)
+
+
+def check_reduce_op(op: int) -> None:
+    """A reduction op both bindings accept; the runtime decides what it can reduce with it."""
+    if op not in _REDUCE_OPS:
+        raise ValueError(f"unknown reduction op {op!r}; use hvd.Average, Sum, Adasum, Min, Max or Product")
 
 
 class NativeRuntime:

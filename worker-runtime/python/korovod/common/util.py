@@ -1,6 +1,5 @@
 """Helpers Horovod's scripts and tests import from horovod.common.util (and through
-horovod.tensorflow): whether the framework sees a GPU, and Horovod's power-of-2 rank test that
-decides where Adasum can run."""
+horovod.tensorflow): whether the framework sees a GPU."""
 
 from __future__ import annotations
 
@@ -18,7 +17,3 @@ def gpu_available(ext_base_name: str, verbose: bool = False) -> bool:
         return bool(tf.config.list_physical_devices("GPU"))
     return False
 
-
-def num_rank_is_power_2(num_rank: int) -> bool:
-    """Horovod's check: Adasum needs a power-of-2 number of ranks."""
-    return num_rank != 0 and (num_rank & (num_rank - 1)) == 0

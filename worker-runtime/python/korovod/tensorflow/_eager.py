@@ -14,14 +14,8 @@ import tensorflow as tf
 
 from korovod.common import _lib
 from korovod.common import native_ops
+from korovod.common.basics import check_reduce_op
 from korovod.tensorflow import _native
-
-_VALID_OPS = (_lib.AVERAGE, _lib.SUM, _lib.ADASUM, _lib.MIN, _lib.MAX, _lib.PRODUCT)
-
-
-def check_reduce_op(op: int) -> None:
-    if op not in _VALID_OPS:
-        raise ValueError(f"unknown reduction op {op!r}; use hvd.Average, Sum, Adasum, Min, Max or Product")
 
 
 def allreduce_many(tensors: Sequence[tf.Tensor], names: Sequence[Optional[bytes]], op: int, prescale: float,

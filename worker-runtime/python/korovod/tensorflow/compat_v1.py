@@ -98,8 +98,8 @@ def legacy_distributed_optimizer(optimizer, name, use_locking, compression, spar
                                  scale_local_gradients):
     if op == Adasum:
         raise NotImplementedError("op=Adasum with a tf.compat.v1 optimizer (Horovod's delta optimizer) is not "
-                                  "supported by korovod; use DistributedGradientTape(op=Adasum) or a Keras "
-                                  "optimizer with korovod.keras.DistributedOptimizer(op=Adasum)")
+                                  "supported by korovod; reduce the gradients with DistributedGradientTape(op=Adasum) "
+                                  "instead")
     if backward_passes_per_step != 1:
         raise NotImplementedError("backward_passes_per_step > 1 is not supported for tf.compat.v1 optimizers "
                                   "by korovod; use a Keras optimizer with korovod.keras.DistributedOptimizer")

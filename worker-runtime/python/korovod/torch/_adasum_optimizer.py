@@ -9,8 +9,8 @@ model must not be read between ``loss.backward()`` and ``optimizer.step()``.
 
 As Horovod: ``synchronize()`` does nothing, ``skip_synchronize()`` raises, the learning rate
 needs no scaling by the number of ranks, and one rank (``size() == 1``) gets the plain
-DistributedOptimizer. Beyond Horovod: any process set, and any number of ranks (Horovod's
-allreduce refuses sizes that are not a power of 2).
+DistributedOptimizer. The process set's size must be a power of 2, as in Horovod; beyond Horovod,
+it may be any process set, not only the global one.
 """
 
 from contextlib import contextmanager

@@ -14,15 +14,8 @@ from typing import List, Optional, Sequence
 import torch
 
 from korovod.common import _lib
-from korovod.common.basics import state
+from korovod.common.basics import check_reduce_op, state
 from korovod.torch import _native
-
-_VALID_OPS = (_lib.AVERAGE, _lib.SUM, _lib.ADASUM, _lib.MIN, _lib.MAX, _lib.PRODUCT)
-
-
-def check_reduce_op(op: int) -> None:
-    if op not in _VALID_OPS:
-        raise ValueError(f"unknown reduction op {op!r}; use hvd.Average, Sum, Adasum, Min, Max or Product")
 
 
 def process_set_id(process_set) -> int:
