@@ -1,7 +1,7 @@
 """Averaging gradients across ranks for whichever backend Keras 3 runs on.
 
-- tensorflow: korovod.tensorflow's GradientReducer (zero-copy DLPack; one tf.py_function for all
-  gradients inside model.fit's tf.function).
+- tensorflow: korovod.tensorflow's GradientReducer (zero-copy DLPack; inside model.fit's
+  tf.function the gradients are queued bucket by bucket while backprop runs, then waited for).
 - torch: korovod.torch's asynchronous allreduces on the torch tensors (all queued, then waited).
 - jax: the gradients leave the jitted step through jax.pure_callback as numpy arrays (one host
   callback for all of them) and are reduced by korovod.keras._numpy.

@@ -4,7 +4,8 @@ Eager mode calls _eager directly. In a graph (a tf.function, or a TF1 graph run 
 collective is one tf.py_function whose body is the same eager code: nothing is compiled against
 TensorFlow, so one korovod build serves every TensorFlow version. What that costs and rules out:
 - a Python call per collective at run time (tens of microseconds; the gradient reductions of a
-  tape or optimizer are one call for all gradients), made with the GIL held except while waiting;
+  tape or optimizer are one call per bucket of gradients, which only queues, and one that waits
+  for all: gradients.py), made with the GIL held except while waiting;
 - tf.function's automatic control dependencies run stateful ops, these among them, in program
   order, so every rank queues its collectives in the same order (what keeps a graph with one
   inter-op thread from deadlocking) but two collectives of one graph never overlap;

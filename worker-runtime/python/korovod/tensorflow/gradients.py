@@ -1,8 +1,11 @@
 """Averaging a list of gradients across ranks: what DistributedGradientTape and the distributed
 optimizers (Keras 3 on the TensorFlow backend, tf.compat.v1) share.
 
-Every dense gradient is queued before any is waited for (in a graph: one tf.py_function for all
-of them), so the runtime negotiates and fuses them in one go. Names are positional,
+Every dense gradient is queued before any is waited for, so the runtime negotiates and fuses
+what is ready together. In a graph they are queued bucket by bucket as backprop produces them
+(one tf.py_function per bucket that only queues, one at the end that waits for all), so the
+reductions overlap the rest of backprop as Horovod's asynchronous ops do; eagerly (the tape has
+computed every gradient already) and with `groups` they are one reduction. Names are positional,
 "<name>.grad_<i>" (or "<name>.group_<g>_<k>of<n>" with groups): every rank differentiates the same
 variables in the same order, while variable names may differ between ranks (Keras numbers its
 layers per process). Sparse gradients (tf.IndexedSlices) are allgathered as Horovod does, unless
@@ -31,6 +34,30 @@ def split_evenly(items: list, parts: int) -> List[list]:
         chunks.append(items[start:end])
         start = end
     return [chunk for chunk in chunks if chunk]
+
+
+# A graph's gradient bucket starts its allreduces once it holds this many bytes (or a gradient of
+# unknown size); below that a tf.py_function call (tens of microseconds) would cost more than it
+# lets overlap.
+BUCKET_BYTES = 1 << 20
+
+
+def backward_buckets(grads: Sequence[tf.Tensor], bucket_bytes: int) -> List[List[int]]:
+    """Indices of `grads` in consecutive buckets from the last gradient to the first (the order
+    backprop produces them); a bucket closes once it holds `bucket_bytes` or more."""
+    buckets: List[List[int]] = []
+    current: List[int] = []
+    size = 0
+    for i in reversed(range(len(grads))):
+        current.append(i)
+        elements = grads[i].shape.num_elements()
+        size = bucket_bytes if elements is None else size + elements * grads[i].dtype.size
+        if size >= bucket_bytes:
+            buckets.append(current)
+            current, size = [], 0
+    if current:
+        buckets.append(current)
+    return buckets
 
 
 def variable_key(variable):
@@ -140,13 +167,43 @@ class GradientReducer:
         partition = self._partition(positions, variables)
         names = self._names(partition, positions)
         op, prescale, ps_id = self.op, self.prescale, self.process_set.process_set_id
+        if self.groups is None and len(compressed) > 1 and not tf.executing_eagerly():
+            reduced = self._reduce_overlapped(compressed, names, op, prescale, postscale, ps_id)
+        else:
+            def body(*tensors):
+                return _eager.allreduce_groups(tensors, partition, names, op, prescale, postscale, ps_id)
 
-        def body(*tensors):
-            return _eager.allreduce_groups(tensors, partition, names, op, prescale, postscale, ps_id)
-
-        reduced = _graph.run(body, compressed, [c.dtype for c in compressed], [c.shape for c in compressed],
-                             f"{self.name}_Allreduce")
+            reduced = _graph.run(body, compressed, [c.dtype for c in compressed], [c.shape for c in compressed],
+                                 f"{self.name}_Allreduce")
         return [self.compression.decompress(r, ctx) for r, (_, ctx) in zip(reduced, pairs)]
+
+    def _reduce_overlapped(self, grads: List[tf.Tensor], names: List[bytes], op: int, prescale: float,
+                           postscale: float, ps_id: int) -> List[tf.Tensor]:
+        """In a graph: one op per bucket starts its allreduces as soon as backprop has produced
+        the bucket (buckets run from the last gradient to the first, the order backprop makes
+        them), and one op at the end waits for all. The op that starts never blocks."""
+        buckets = backward_buckets(grads, BUCKET_BYTES)
+        tokens = []
+        for members in buckets:
+            bucket_names = [names[i] for i in members]
+
+            def start(*tensors, bucket_names=bucket_names):
+                token = _eager.start_allreduces(tensors, bucket_names, op, prescale, postscale, ps_id)
+                return [tf.constant(token, dtype=tf.int64)]
+
+            tokens += _graph.run(start, [grads[i] for i in members], [tf.int64], [tf.TensorShape([])],
+                                 f"{self.name}_AllreduceStart")
+        order = [i for members in buckets for i in members]
+
+        def finish(*started):
+            return _eager.finish_allreduces([int(t) for t in started])
+
+        outputs = _graph.run(finish, tokens, [grads[i].dtype for i in order], [grads[i].shape for i in order],
+                             f"{self.name}_AllreduceWait")
+        reduced: List[Optional[tf.Tensor]] = [None] * len(grads)
+        for i, output in zip(order, outputs):
+            reduced[i] = output
+        return reduced
 
     # ---- sparse ----------------------------------------------------------------------------
 
