@@ -97,6 +97,22 @@ def test_keras_optimizer_and_tf1_session_with_a_bucket_per_gradient(monkeypatch)
     check_results(results)
 
 
+def test_keras_accumulated_passes_reduce_by_buckets_inside_the_cond(monkeypatch):
+    monkeypatch.setattr(gradients, "BUCKET_BYTES", 1)
+    variables = [tf.Variable(tf.zeros([3])), tf.Variable(tf.zeros([2]))]
+    optimizer = hvd_keras.DistributedOptimizer(keras.optimizers.SGD(learning_rate=1.0), backward_passes_per_step=2)
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = _rank_loss(variables)
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+
+    step()
+    step()
+    check_results([(f"v{i}", v, np.full(v.shape, -2.0 * _mean_weight() * (i + 1))) for i, v in enumerate(variables)])
+
+
 def test_the_last_gradients_start_before_backprop_reaches_the_first_layer(monkeypatch):
     """The first variable's gradient passes through an op that holds backprop until korovod has
     started an allreduce of this step (at most 20 s): with one op for all gradients at the end
