@@ -71,10 +71,7 @@ def main(argv=None) -> int:
         run_steps, weights_of = _mwms_runner(args, keras, tf, strategy, x, y)
     else:
         run_steps, weights_of = _loop_runner(args, keras, tf, hvd, x, y)
-    run_steps(args.warmup)
-    start = time.perf_counter()
-    run_steps(args.steps)
-    seconds = time.perf_counter() - start
+    seconds = run_steps(args.warmup, args.steps)
     checksum = float(sum(float(tf.reduce_sum(tf.cast(w, tf.float64))) for w in weights_of()))
     print(json.dumps({"mode": args.mode, "rank": rank, "ranks": ranks, "batch": args.batch, "steps": args.steps,
                       "seconds": seconds, "samples_per_second": args.batch * ranks * args.steps / seconds,
@@ -82,8 +79,22 @@ def main(argv=None) -> int:
     return 0
 
 
+def _timed(run):
+    """run(count) runs `count` steps: the seconds of `steps` timed steps after `warmup` ones."""
+    def run_steps(warmup, steps):
+        run(warmup)
+        start = time.perf_counter()
+        run(steps)
+        return time.perf_counter() - start
+
+    return run_steps
+
+
 def _fit_runner(args, keras, tf, hvd, x, y):
-    """model.fit (korovod.keras or plain Keras), `steps` steps per call."""
+    """model.fit (korovod.keras or plain Keras): one call of warmup + steps steps, timed by a
+    callback from the first timed step's start to the last one's end. Not around fit(): when
+    fit() returns TensorFlow deletes its tf.data iterator, which waits for the autotune thread's
+    next wake-up (up to ~10 s here with two processes, korovod or not; docs/benchmarks.md)."""
     model = build_model(keras, args.width)
     optimizer = keras.optimizers.SGD(0.01)
     callbacks = []
@@ -94,8 +105,22 @@ def _fit_runner(args, keras, tf, hvd, x, y):
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     data = tf.data.Dataset.from_tensors((x, y)).repeat()
 
-    def run_steps(steps):
-        model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=callbacks)
+    class StepClock(keras.callbacks.Callback):
+        def __init__(self, first):
+            super().__init__()
+            self.first, self.start, self.end = first, None, None
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == self.first:
+                self.start = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.end = time.perf_counter()
+
+    def run_steps(warmup, steps):
+        clock = StepClock(warmup)
+        model.fit(data, steps_per_epoch=warmup + steps, epochs=1, verbose=0, callbacks=callbacks + [clock])
+        return clock.end - clock.start
 
     return run_steps, lambda: model.trainable_variables
 
@@ -117,11 +142,11 @@ def _loop_runner(args, keras, tf, hvd, x, y):
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
 
-    def run_steps(steps):
+    def run(steps):
         for _ in range(steps):
             step()
 
-    return run_steps, lambda: model.trainable_variables
+    return _timed(run), lambda: model.trainable_variables
 
 
 def _mwms_runner(args, keras, tf, strategy, x, y):
@@ -143,11 +168,11 @@ def _mwms_runner(args, keras, tf, strategy, x, y):
     def step():
         strategy.run(replica_step)
 
-    def run_steps(steps):
+    def run(steps):
         for _ in range(steps):
             step()
 
-    return run_steps, lambda: model.trainable_variables
+    return _timed(run), lambda: model.trainable_variables
 
 
 if __name__ == "__main__":
