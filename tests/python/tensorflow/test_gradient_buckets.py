@@ -70,10 +70,13 @@ def test_a_bucket_per_gradient_gives_what_one_reduction_gives(options, monkeypat
     check_on_all_ranks(not state.pending, lambda: f"left pending: {list(state.pending)}")
 
 
-def test_keras_optimizer_and_tf1_session_with_a_bucket_per_gradient(monkeypatch):
+@pytest.mark.parametrize("passes", [1, 2])
+def test_keras_optimizer_with_a_bucket_per_gradient(passes, monkeypatch):
+    """passes=2: the second step reduces the accumulated gradients inside a tf.cond branch."""
     monkeypatch.setattr(gradients, "BUCKET_BYTES", 1)
     variables = [tf.Variable(tf.zeros([3])), tf.Variable(tf.zeros([2]))]
-    optimizer = hvd_keras.DistributedOptimizer(keras.optimizers.SGD(learning_rate=1.0))
+    optimizer = hvd_keras.DistributedOptimizer(keras.optimizers.SGD(learning_rate=1.0),
+                                               backward_passes_per_step=passes)
 
     @tf.function
     def step():
@@ -81,36 +84,25 @@ def test_keras_optimizer_and_tf1_session_with_a_bucket_per_gradient(monkeypatch)
             loss = _rank_loss(variables)
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
 
-    step()
-    results = [(f"keras v{i}", v, np.full(v.shape, -_mean_weight() * (i + 1))) for i, v in enumerate(variables)]
+    for _ in range(passes):
+        step()
+    check_results([(f"v{i}", v, np.full(v.shape, -passes * _mean_weight() * (i + 1)))
+                   for i, v in enumerate(variables)])
+
+
+def test_tf1_session_optimizer_with_a_bucket_per_gradient(monkeypatch):
+    monkeypatch.setattr(gradients, "BUCKET_BYTES", 1)
     graph = tf.Graph()
     with graph.as_default():
-        tf1_vars = [tf.compat.v1.get_variable(f"v{i}", initializer=tf.zeros([2 + i]), use_resource=True)
-                    for i in range(3)]
+        variables = [tf.compat.v1.get_variable(f"v{i}", initializer=tf.zeros([2 + i]), use_resource=True)
+                     for i in range(3)]
         train = hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(1.0)).minimize(
-            _rank_loss(tf1_vars))
+            _rank_loss(variables))
         with tf.compat.v1.Session(graph=graph) as session:
             session.run(tf.compat.v1.global_variables_initializer())
             session.run(train)
-            values = session.run(tf1_vars)
-    results += [(f"tf1 v{i}", tf.constant(v), np.full(2 + i, -_mean_weight() * (i + 1))) for i, v in enumerate(values)]
-    check_results(results)
-
-
-def test_keras_accumulated_passes_reduce_by_buckets_inside_the_cond(monkeypatch):
-    monkeypatch.setattr(gradients, "BUCKET_BYTES", 1)
-    variables = [tf.Variable(tf.zeros([3])), tf.Variable(tf.zeros([2]))]
-    optimizer = hvd_keras.DistributedOptimizer(keras.optimizers.SGD(learning_rate=1.0), backward_passes_per_step=2)
-
-    @tf.function
-    def step():
-        with tf.GradientTape() as tape:
-            loss = _rank_loss(variables)
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-
-    step()
-    step()
-    check_results([(f"v{i}", v, np.full(v.shape, -2.0 * _mean_weight() * (i + 1))) for i, v in enumerate(variables)])
+            values = session.run(variables)
+    check_results([(f"v{i}", tf.constant(v), np.full(2 + i, -_mean_weight() * (i + 1))) for i, v in enumerate(values)])
 
 
 def test_the_last_gradients_start_before_backprop_reaches_the_first_layer(monkeypatch):
