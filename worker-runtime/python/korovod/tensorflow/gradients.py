@@ -181,7 +181,10 @@ class GradientReducer:
                            postscale: float, ps_id: int) -> List[tf.Tensor]:
         """In a graph: one op per bucket starts its allreduces as soon as backprop has produced
         the bucket (buckets run from the last gradient to the first, the order backprop makes
-        them), and one op at the end waits for all. The op that starts never blocks."""
+        them), and one op at the end waits for all. The op that starts never blocks. If a
+        bucket cannot start (e.g. a name already in flight), the graph fails there and the
+        buckets started before it are never waited for here: their operations complete once
+        every rank has queued them, and their buffers stay referenced until shutdown()."""
         buckets = backward_buckets(grads, BUCKET_BYTES)
         tokens = []
         for members in buckets:
