@@ -30,13 +30,31 @@ def allreduce_groups(tensors: Sequence[tf.Tensor], groups: Sequence[Sequence[int
                      ps_id: int) -> List[tf.Tensor]:
     """Reduces every tensor; `groups` partitions their indices: a group of several is queued as
     one korovod group, a group of one alone. All are queued before any is waited for."""
+    return _finish([_queue_allreduces(tensors, groups, names, op, prescale, postscale, ps_id)])
+
+
+class _Queued:
+    """Allreduces queued by _queue_allreduces, until _finish waits for them."""
+
+    __slots__ = ("rt", "handles", "keep", "outputs")
+
+    def __init__(self, rt, handles: List[int], keep, outputs: List[_native.Output]):
+        self.rt = rt
+        self.handles = handles
+        self.keep = keep
+        self.outputs = outputs
+
+
+def _queue_allreduces(tensors: Sequence[tf.Tensor], groups: Sequence[Sequence[int]],
+                      names: Sequence[Optional[bytes]], op: int, prescale: float, postscale: float,
+                      ps_id: int) -> _Queued:
     check_reduce_op(op)
     rt = native_ops.runtime()
     inputs = _native.operands(tensors)
     outputs = [_native.Output(x) for x in inputs]
     _native.wait_for_gpu_inputs(inputs)
     keep = (inputs, outputs)
-    handles = []
+    handles: List[int] = []
     try:
         for members in groups:
             if len(members) == 1:
@@ -52,21 +70,17 @@ def allreduce_groups(tensors: Sequence[tf.Tensor], groups: Sequence[Sequence[int
     except BaseException:
         _drain(rt, handles, keep)
         raise
-    native_ops.wait_all(rt, handles, keep)
+    return _Queued(rt, handles, keep, outputs)
+
+
+def _finish(queued: Sequence[_Queued]) -> List[tf.Tensor]:
+    """Waits for every queued op (all of them before the first error is raised) and returns the
+    results in order."""
+    rt = queued[0].rt
+    handles = [h for q in queued for h in q.handles]
+    native_ops.wait_all(rt, handles, queued)
     native_ops.release_all(rt, handles)
-    return [o.result() for o in outputs]
-
-
-class _Started:
-    """What start_allreduces queued, until finish_allreduces waits for it."""
-
-    __slots__ = ("rt", "handles", "keep", "outputs")
-
-    def __init__(self, rt, handles: List[int], keep, outputs: List[_native.Output]):
-        self.rt = rt
-        self.handles = handles
-        self.keep = keep
-        self.outputs = outputs
+    return [o.result() for q in queued for o in q.outputs]
 
 
 def start_allreduces(tensors: Sequence[tf.Tensor], names: Sequence[Optional[bytes]], op: int, prescale: float,
@@ -75,51 +89,24 @@ def start_allreduces(tensors: Sequence[tf.Tensor], names: Sequence[Optional[byte
     (the first handle: unique while the runtime lives). The graph's gradient reductions start
     one bucket this way as soon as backprop has produced it, so the data moves while the
     earlier layers' gradients are still being computed."""
-    check_reduce_op(op)
     if not tensors:
         raise ValueError("start_allreduces needs at least one tensor")
-    rt = native_ops.runtime()
-    inputs = _native.operands(tensors)
-    outputs = [_native.Output(x) for x in inputs]
-    _native.wait_for_gpu_inputs(inputs)
-    keep = (inputs, outputs)
-    handles: List[int] = []
-    try:
-        for x, o, name in zip(inputs, outputs, names):
-            handles.append(native_ops.enqueue(rt, _lib.OP_ALLREDUCE, name, x.buffer, o.address, op, prescale,
-                                              postscale, process_set_id=ps_id))
-    except BaseException:
-        _drain(rt, handles, keep)
-        raise
-    state.pending[handles[0]] = _Started(rt, handles, keep, outputs)
-    return handles[0]
+    queued = _queue_allreduces(tensors, [[i] for i in range(len(tensors))], names, op, prescale, postscale, ps_id)
+    state.pending[queued.handles[0]] = queued
+    return queued.handles[0]
 
 
 def finish_allreduces(tokens: Sequence[int]) -> List[tf.Tensor]:
     """Waits for what start_allreduces queued under `tokens` and returns every result, in
     token order. Every op is waited for before the first error is raised."""
-    started = [state.pending.pop(int(token), None) for token in tokens]
-    if any(entry is None for entry in started):
-        for entry in started:
-            if entry is not None:
-                _drain(entry.rt, entry.handles, entry.keep)
+    queued = [state.pending.pop(int(token), None) for token in tokens]
+    if any(q is None for q in queued):
+        for q in queued:
+            if q is not None:
+                _drain(q.rt, q.handles, q.keep)
         raise RuntimeError("korovod: an allreduce started in this graph is unknown to the runtime "
                            "(korovod was shut down or initialized again between its start and its end)")
-    error = None
-    for index, entry in enumerate(started):
-        try:
-            native_ops.wait_all(entry.rt, entry.handles, entry.keep)
-        except (ValueError, RuntimeError) as e:
-            entry.handles = []  # wait_all released them
-            error = error or e
-        except BaseException:
-            state.abandoned.extend(started[index + 1:])  # the runtime may still write those outputs
-            raise
-    for entry in started:
-        native_ops.release_all(entry.rt, entry.handles)
-    if error is not None:
-        raise error
-    return [o.result() for entry in started for o in entry.outputs]
+    return _finish(queued)
 
 
 def _drain(rt, handles: Sequence[int], keep) -> None:
