@@ -99,7 +99,7 @@ class Engine {
   friend class CycleDriver;  // locks cycle_mu_ around run_cycle
 
   ProcessSetDeps deps();
-  Status make_entry(CollectiveArgs& args, const ProcessSet& set, Handle handle, int group_id, int group_size,
+  Status make_entry(CollectiveArgs& args, ProcessSet& set, Handle handle, int group_id, int group_size,
                     TensorEntry& entry);
   bool finish_cycle(Status* error) KOROVOD_REQUIRES(cycle_mu_);  // after the last set: parameters, set change
   bool apply_set_change();                                        // true when one was applied

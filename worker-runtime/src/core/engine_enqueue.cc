@@ -12,10 +12,15 @@
 namespace korovod {
 namespace {
 
-std::string default_name(RequestType type, Handle handle) {
+// An unnamed op is named by how many unnamed ops its process set had before it on this rank, not
+// by this rank's handle count: every member of a set counts the same ops of that set, so the
+// names agree across ranks even after some ranks ran ops (on other sets) that the rest did not.
+std::string default_name(RequestType type, ProcessSet& set) {
   std::string op(request_type_name(type));
   std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return std::tolower(c); });
-  return fmt::format("{}.noname.{}", op, handle);
+  const int64_t n = set.unnamed_ops++;
+  if (set.id == kGlobalProcessSet) return fmt::format("{}.noname.{}", op, n);
+  return fmt::format("{}.noname.set{}.{}", op, set.id, n);
 }
 
 Status validate_tensor(const std::string& name, const TensorView& t, const char* what) {
@@ -78,11 +83,11 @@ Status validate_args(const CollectiveArgs& a, int set_size) {
 
 }  // namespace
 
-Status Engine::make_entry(CollectiveArgs& a, const ProcessSet& set, Handle handle, int group_id, int group_size,
+Status Engine::make_entry(CollectiveArgs& a, ProcessSet& set, Handle handle, int group_id, int group_size,
                           TensorEntry& e) {
   if (a.type == RequestType::kJoin) a.name = "join";
   if (a.type == RequestType::kBarrier) a.name = "barrier";
-  if (a.name.empty()) a.name = default_name(a.type, handle);
+  if (a.name.empty()) a.name = default_name(a.type, set);
   KOROVOD_RETURN_IF_ERROR(validate_args(a, static_cast<int>(set.ranks.size())));
   Request& r = e.request;
   r.request_rank = set.set_rank;

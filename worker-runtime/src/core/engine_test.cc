@@ -305,6 +305,36 @@ TEST(Engine, StaticAndDynamicProcessSets) {
   });
 }
 
+// Unnamed ops are named by their set's own count: ranks 0 and 2 run unnamed ops on their set that
+// rank 1 never sees, and the next unnamed op on the global set still has one name on every rank
+// (named by each rank's handle count it was allreduce.noname.3 on ranks 0 and 2, .0 on rank 1,
+// and stalled). A disagreement on it shows the name every rank used.
+TEST(Engine, UnnamedOpsAreNamedPerProcessSetSoRanksAgree) {
+  const int n = 3;
+  auto world = std::make_shared<fake::FakeWorld>(n);
+  Config c = fast_config();
+  c.stall_warning_seconds = 0.1;
+  c.stall_shutdown_seconds = 1.0;
+  run_ranks(n, [&](int rank) {
+    auto rt = make_fake_runtime(world, rank, c, {{0, 2}});
+    std::vector<float> x(2, 1.f);
+    if (rank != 1) {
+      for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(rt->wait(*rt->allreduce("", f32(x), f32(x), ReduceOp::kSum, 1, 1, 1)).is_ok());
+      }
+    }
+    std::vector<float> y(2, static_cast<float>(rank));
+    Status s = rt->wait(*rt->allreduce("", f32(y), f32(y), ReduceOp::kSum));
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_EQ(y[0], 3.f);
+    std::vector<float> z(1 + rank % 2, 0.f);
+    s = rt->wait(*rt->allreduce("", f32(z), f32(z), ReduceOp::kSum));
+    EXPECT_EQ(s.code(), StatusCode::kPreconditionError) << s.to_string();
+    EXPECT_NE(s.message().find("allreduce.noname.1"), std::string::npos) << s.message();
+    EXPECT_TRUE(rt->shutdown().is_ok());
+  });
+}
+
 // Horovod registers the global set without its ranks, so a dynamic set of every rank is a new
 // set (its tests add one in a one-rank world); adding the same ranks twice is still an error.
 TEST(Engine, ADynamicSetOfEveryRankIsANewSet) {

@@ -32,6 +32,7 @@ struct ProcessSet {
   std::unique_ptr<Negotiator> negotiator;
   TensorQueue queue;
   std::atomic<int32_t> next_group_id{0};
+  std::atomic<int64_t> unnamed_ops{0};  // names the set's unnamed ops (engine_enqueue.cc)
 
   bool member() const { return set_rank >= 0; }
   Backend* backend_for(int device) const;  // first enabled wins

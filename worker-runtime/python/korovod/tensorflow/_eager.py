@@ -2,8 +2,8 @@
 stands for each collective in a graph (_graph.py). Every function queues all of its operations
 before it waits for any, so a list of tensors is negotiated and fused in one go.
 
-Names are final here (the caller derived them); None lets the runtime name the op by its handle,
-which eager code on every rank reaches in the same order.
+Names are final here (the caller derived them); None lets the runtime name the op by its process
+set's count of unnamed ops, which eager code on every member reaches in the same order.
 """
 
 from __future__ import annotations

@@ -114,14 +114,9 @@ def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=
         return _graph.run(lambda v: [_eager.allreduce(v, encoded, op, prescale_factor, postscale_factor, ps_id)],
                           [x], [x.dtype], [x.shape], op_name)[0]
 
-    # Eagerly a named allreduce's gradient is named after it: unnamed, the runtime would name it by
-    # its per-rank handle count, which differs between ranks once some ran ops the others did not.
-    grad_name = f"{encoded.decode()}.grad" if encoded is not None and _graph.executing_eagerly() else None
-
     def grad(dy):
-        return [_allreduce(dy, name=grad_name, op=op, prescale_factor=prescale_factor,
-                           postscale_factor=postscale_factor, ignore_name_scope=ignore_name_scope,
-                           process_set=_temp_process_set_object(ps_id))]
+        return [_allreduce(dy, op=op, prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                           ignore_name_scope=ignore_name_scope, process_set=_temp_process_set_object(ps_id))]
 
     return _with_gradient(forward, grad, [tensor])
 

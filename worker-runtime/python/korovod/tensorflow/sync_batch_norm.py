@@ -34,8 +34,6 @@ class SyncBatchNormalization(keras.layers.BatchNormalization):
         if ranks == 1:
             return mean, variance
         stacked = tf.stack([mean, variance + tf.math.square(mean)])
-        # Named after the layer: an unnamed eager op would take the runtime's per-rank handle
-        # count as its name, which differs between ranks once some ran ops the others did not.
         summed = _allreduce(stacked, name=f"{self.name}.moments", op=Sum) / tf.cast(ranks, stacked.dtype)
         group_mean, group_mean_of_square = tf.unstack(summed)
         return group_mean, group_mean_of_square - tf.math.square(group_mean)

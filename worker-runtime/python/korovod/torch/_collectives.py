@@ -2,7 +2,8 @@
 
 `*_start` functions queue an operation and return a handle for poll()/synchronize(); the handle
 keeps the operation's tensors alive until then. Names follow Horovod: "allreduce.<name>", or the
-runtime's "allreduce.noname.<handle>" when none is given; grouped ops are
+runtime's "allreduce.noname.<n>" when none is given (n counts the process set's unnamed ops;
+Horovod uses the handle, which differs between ranks once some ran ops on other sets); grouped ops are
 "grouped_allreduce.<name>_<i>of<n>".
 """
 
