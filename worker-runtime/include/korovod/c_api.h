@@ -200,6 +200,33 @@ int korovod_enqueue_many(korovod_runtime* rt, int type, int count, const char* c
                          const double* prescales, const double* postscales, int process_set,
                          korovod_event* const* ready, int64_t* handles_out);
 
+/* Completion by callback, for a framework's asynchronous kernels (TensorFlow's AsyncOpKernel),
+ * which must not hold a thread while a collective runs. Queues one op as korovod_enqueue does;
+ * then, on the runtime's background thread when the op ends, calls done(arg, &result) exactly
+ * once -- possibly before korovod_enqueue_async has returned. There is no handle to wait for or
+ * release. For allgather, alltoall and reducescatter (whose output size only negotiation tells)
+ * alloc is required: the runtime calls alloc(arg, ndim, shape, &data) once, on the background
+ * thread, for where to write the output (the input's dtype and device; data may be NULL for an
+ * empty output); nonzero fails the op and stops the runtime, as any failed output allocation does
+ * (the other ranks cannot finish the collective without this one). Other ops take alloc NULL and write to
+ * `output` as korovod_enqueue's. The result's pointers are valid during the call only.
+ * Returns 0 when queued, or an error code (korovod_last_error has the text; done is never
+ * called). */
+typedef struct {
+  int32_t status;                  /* 0 or the op's error code (KOROVOD_ERR_*) */
+  const char* error_text;          /* "" on success; names the tensor and the ranks */
+  const int32_t* received_splits;  /* alltoall: rows received from each rank of the set */
+  int32_t num_received_splits;
+  int32_t last_joined_rank;        /* join; -1 otherwise */
+} korovod_op_result;
+typedef int (*korovod_alloc_fn)(void* arg, int ndim, const int64_t* shape, void** data);
+typedef void (*korovod_done_fn)(void* arg, const korovod_op_result* result);
+int korovod_enqueue_async(korovod_runtime* rt, int type, const char* name, void* input, void* output, int dtype,
+                          int ndim, const int64_t* shape, int device, int op, double prescale,
+                          double postscale, int root_rank, const int32_t* splits, int num_splits,
+                          int process_set, korovod_event* ready, korovod_alloc_fn alloc,
+                          korovod_done_fn done, void* arg);
+
 /* Ready events (Horovod's ReadyEvent): a CUDA event recorded on `stream` (a cudaStream_t, NULL =
  * the legacy default stream) of `device`; the collective reads the tensor only once the stream
  * passed it. NULL on failure (without CUDA: always) with the reason in error_text. */

@@ -17,7 +17,9 @@
 namespace korovod {
 
 using Handle = int64_t;
-using DoneCallback = std::function<void(const Status&)>;
+struct OpOutput;
+// The op's status and, when it succeeded, its output (what Runtime::output will return).
+using DoneCallback = std::function<void(const Status&, const OpOutput&)>;
 // Allocates the output of allgather/alltoall/reducescatter once its shape is known. Without one,
 // the runtime keeps the output in storage owned by the handle (see Runtime::output).
 using OutputAllocator = std::function<Result<void*>(const std::vector<int64_t>& shape)>;
@@ -134,6 +136,8 @@ class Runtime {
   Env& env() const;
   Result<OpOutput> output(Handle handle) const;
   void release(Handle handle);              // forget a finished handle and its owned output
+  // Nobody will wait for it: forgotten once done. The op's on_done callback reports its outcome.
+  void detach(Handle handle);
 
   // ---- process sets (dynamic ones need KOROVOD_DYNAMIC_PROCESS_SETS=1 and the same call order
   // on every rank; the call blocks until all ranks made it) ----

@@ -139,6 +139,50 @@ int64_t korovod_enqueue(korovod_runtime* rt, int type, const char* name, void* i
   return enqueue_one(rt, f, ready);
 }
 
+int korovod_enqueue_async(korovod_runtime* rt, int type, const char* name, void* input, void* output, int dtype,
+                          int ndim, const int64_t* shape, int device, int op, double prescale, double postscale,
+                          int root_rank, const int32_t* splits, int num_splits, int process_set,
+                          korovod_event* ready, korovod_alloc_fn alloc, korovod_done_fn done, void* arg) {
+  std::unique_ptr<korovod_event> event(ready);  // consumed, also on error
+  if (!rt) return KOROVOD_ERR_NOT_INITIALIZED;
+  if (!done) return fail(rt, Status::invalid_argument("korovod_enqueue_async: done is NULL"));
+  auto runtime = runtime_of(rt);
+  if (!runtime) return fail(rt, not_running());
+  const FlatOp f{type,   name,   input,    output,    dtype,     ndim,   shape,      device,
+                 op,     prescale, postscale, root_rank, splits, num_splits, process_set};
+  korovod::Result<PreparedOp> p = prepare(f, std::move(event));
+  if (!p.is_ok()) return fail(rt, p.status());
+  korovod::CollectiveArgs& a = p->args;
+  if (p->output && !alloc) {
+    return fail(rt, Status::invalid_argument(fmt::format(
+                        "tensor '{}': {} needs alloc (the runtime learns the output's size)", a.name,
+                        korovod::request_type_name(a.type))));
+  }
+  if (!p->output && alloc) {
+    return fail(rt, Status::invalid_argument(fmt::format("tensor '{}': {} writes to output; pass alloc NULL",
+                                                         a.name, korovod::request_type_name(a.type))));
+  }
+  if (alloc) {
+    a.allocator = [alloc, arg, tensor = a.name](const std::vector<int64_t>& dims) -> korovod::Result<void*> {
+      void* data = nullptr;
+      if (alloc(arg, static_cast<int>(dims.size()), dims.data(), &data) != 0) {
+        return Status::aborted(fmt::format("tensor '{}': the framework could not allocate the output", tensor));
+      }
+      return data;
+    };
+  }
+  a.on_done = [done, arg](const Status& status, const korovod::OpOutput& out) {
+    const std::string text = status.is_ok() ? std::string() : status.message();
+    const korovod_op_result result{code_of(status), text.c_str(), out.received_splits.data(),
+                                   static_cast<int32_t>(out.received_splits.size()), out.last_joined_rank};
+    done(arg, &result);
+  };
+  korovod::Result<korovod::Handle> h = runtime->enqueue(std::move(a));
+  if (!h.is_ok()) return fail(rt, h.status());
+  runtime->detach(*h);
+  return KOROVOD_OK;
+}
+
 korovod_group* korovod_group_new(void) { return new korovod_group(); }
 
 int korovod_group_add(korovod_group* group, int type, const char* name, void* input, void* output, int dtype,

@@ -85,7 +85,7 @@ OutputAllocator allocator_for(std::shared_ptr<OutputSlot> slot) {
 }
 
 DoneCallback done_callback_for(std::shared_ptr<OutputSlot> slot) {
-  return [slot = std::move(slot)](const Status& status) {
+  return [slot = std::move(slot)](const Status& status, const OpOutput&) {
     MutexLock lock(slot->mu);
     slot->done = true;
     slot->status = status;

@@ -64,7 +64,7 @@ TEST(Engine, GroupedAllreduceFusesAndRunsCallbacksAndScales) {
     a.input = f32(ins[0]);
     a.output = f32(outs[0]);
     a.op = ReduceOp::kSum;
-    a.on_done = [&](const Status& s) { if (s.is_ok()) ++called; };
+    a.on_done = [&](const Status& s, const OpOutput&) { if (s.is_ok()) ++called; };
     auto h = rt->enqueue(std::move(a));
     ASSERT_TRUE(h.is_ok());
     while (!*rt->poll(*h)) std::this_thread::yield();
@@ -94,7 +94,7 @@ TEST(Engine, ManyTensorsOneByOneCompleteTogetherWithEveryCallbackFirst) {
         a.input = f32(ins[t]);
         a.output = in_place ? f32(ins[t]) : f32(outs[t]);
         a.op = ReduceOp::kAverage;
-        a.on_done = [&calls, t](const Status& s) { if (s.is_ok()) ++calls[t]; };
+        a.on_done = [&calls, t](const Status& s, const OpOutput&) { if (s.is_ok()) ++calls[t]; };
         Result<Handle> h = rt->enqueue(std::move(a));
         ASSERT_TRUE(h.is_ok()) << h.status().to_string();
         handles.push_back(*h);

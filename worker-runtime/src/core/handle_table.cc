@@ -47,7 +47,7 @@ bool HandleTable::complete(Handle handle, Status status, OpOutput output) {
   }
   // The callback runs before poll/wait see the handle done, so a caller that saw it done also
   // sees the callback's effects. Outside the lock: callbacks may call back into the table.
-  if (callback) callback(delivered);
+  if (callback) callback(delivered, state->output);  // not written again: state is completing
   {
     MutexLock lock(mu_);
     finish(handle, *state);
@@ -58,7 +58,7 @@ bool HandleTable::complete(Handle handle, Status status, OpOutput output) {
 
 void HandleTable::complete_many(const std::vector<Handle>& handles, const Status& status,
                                 std::vector<OpOutput>& outputs) {
-  std::vector<DoneCallback> callbacks;
+  std::vector<std::pair<DoneCallback, const OpOutput*>> callbacks;
   std::vector<std::pair<Handle, State*>> claimed;  // this call's to finish (others may hold the rest)
   claimed.reserve(handles.size());
   {
@@ -70,12 +70,12 @@ void HandleTable::complete_many(const std::vector<Handle>& handles, const Status
       state->completing = true;
       state->status = status;
       if (!outputs.empty()) state->output = std::move(outputs[i]);
-      if (state->on_done) callbacks.push_back(std::move(state->on_done));
+      if (state->on_done) callbacks.emplace_back(std::move(state->on_done), &state->output);
     }
   }
   if (claimed.empty()) return;
   // As in complete(): callbacks outside the lock, before anyone can see their handle done.
-  for (const auto& callback : callbacks) callback(status);
+  for (const auto& [callback, output] : callbacks) callback(status, *output);
   {
     MutexLock lock(mu_);
     for (auto [h, state] : claimed) finish(h, *state);
@@ -145,6 +145,17 @@ void HandleTable::release(Handle handle) {
     return;
   }
   states_.erase(it);
+}
+
+void HandleTable::detach(Handle handle) {
+  MutexLock lock(mu_);
+  auto it = states_.find(handle);
+  if (it == states_.end()) return;
+  if (it->second.done) {
+    states_.erase(it);
+  } else {
+    it->second.released = true;  // finish() erases it
+  }
 }
 
 }  // namespace korovod

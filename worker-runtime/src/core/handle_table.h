@@ -40,12 +40,15 @@ class HandleTable {
   std::optional<Status> finished_status(Handle handle) const;
   Result<OpOutput> output(Handle handle) const;
   void release(Handle handle);
+  // Nobody will wait for this handle: it is erased as soon as it is done (now, if it is), its
+  // callback still runs. For callers that learn the outcome from the callback alone.
+  void detach(Handle handle);
 
  private:
   struct State {
     bool done = false;
     bool completing = false;  // complete() is running the callback; done once it returns
-    bool released = false;    // release() came while completing: erased once done
+    bool released = false;    // release() came while completing, or detach(): erased once done
     Status status;
     OpOutput output;
     std::vector<std::byte> owned;

@@ -138,6 +138,7 @@ Status Runtime::wait_for(Handle handle, double timeout_seconds) const {
 Env& Runtime::env() const { return impl_->engine().env(); }
 Result<OpOutput> Runtime::output(Handle handle) const { return impl_->engine().handles().output(handle); }
 void Runtime::release(Handle handle) { impl_->engine().handles().release(handle); }
+void Runtime::detach(Handle handle) { impl_->engine().handles().detach(handle); }
 
 Result<int> Runtime::add_process_set(std::vector<int> ranks) { return impl_->add_process_set(std::move(ranks)); }
 Status Runtime::remove_process_set(int id) { return impl_->remove_process_set(id); }

@@ -211,7 +211,7 @@ void check_idle_and_late_ranks(Runtime& rt, Checker& c) {
   a.name = "callback.only";
   a.input = a.output = f32(x);
   a.op = ReduceOp::kSum;
-  a.on_done = [&called](const Status& s) { called = s.is_ok(); };
+  a.on_done = [&called](const Status& s, const OpOutput&) { called = s.is_ok(); };
   Result<Handle> h = rt.enqueue(std::move(a));
   const auto start = std::chrono::steady_clock::now();
   while (h.is_ok() && !called.load() && std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
