@@ -216,7 +216,7 @@ def test_graph_names_follow_horovod_and_are_unique_per_graph():
             a = hvd.allreduce(x)
             b = hvd.allreduce(x)
         captured["ops"] = [op.name for op in tf.compat.v1.get_default_graph().get_operations()
-                           if op.type == "EagerPyFunc"]
+                           if op.type in ("KorovodAllreduce", "EagerPyFunc")]
         return a + b
 
     result = f(tf.ones([2]))

@@ -11,7 +11,7 @@ import atexit
 import ctypes
 import os
 import threading
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from korovod.common import _lib
 from korovod.common.exceptions import HorovodInternalError
@@ -54,7 +54,7 @@ class NativeRuntime:
 class RuntimeState:
     """The single holder of mutable state (Horovod keeps one such object per framework)."""
 
-    __slots__ = ("runtime", "lock", "pending", "abandoned", "exit_hook_registered", "shape_arrays")
+    __slots__ = ("runtime", "lock", "pending", "abandoned", "exit_hook_registered", "shape_arrays", "listeners")
 
     def __init__(self):
         self.runtime: Optional[NativeRuntime] = None
@@ -68,6 +68,9 @@ class RuntimeState:
         self.exit_hook_registered = False
         # Bindings pass shapes as int64 arrays, cached by shape (tuple -> ctypes array).
         self.shape_arrays: Dict[tuple, object] = {}
+        # Called with the korovod_runtime* after init and with None before shutdown: native code
+        # that queues on the runtime by itself (korovod.tensorflow's graph ops).
+        self.listeners: List[Callable[[Optional[int]], None]] = []
 
     def require(self) -> NativeRuntime:
         rt = self.runtime
@@ -130,6 +133,8 @@ def init(comm=None, process_sets=None) -> None:
             raise ValueError(f"Horovod initialization failed: {_lib.decode(err.value)}")
         state.runtime = NativeRuntime(lib, out.value)
         state.pending.clear()
+        for listener in state.listeners:
+            listener(out.value)
         if not state.exit_hook_registered:
             atexit.register(shutdown)
             state.exit_hook_registered = True
@@ -200,6 +205,8 @@ def shutdown() -> None:
 def _drop_runtime() -> None:
     rt = state.runtime
     state.runtime = None
+    for listener in state.listeners:
+        listener(None)
     code = rt.lib.korovod_shutdown(rt.ptr)
     if code != _lib.OK:
         # The background thread may still be inside a collective writing to these tensors.

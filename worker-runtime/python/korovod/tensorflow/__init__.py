@@ -1,10 +1,12 @@
 """korovod.tensorflow: Horovod's horovod.tensorflow API, so `import korovod.tensorflow as hvd` runs
 Horovod TensorFlow scripts.
 
-Pure Python over libkorovod's C ABI: nothing is compiled against TensorFlow, so one build serves
-every TensorFlow 2 (2.16 and newer are tested). Tensors cross by DLPack without copies; in graphs
-(tf.function, tf.compat.v1 sessions) each collective is a tf.py_function (see _graph.py for what
-that costs: no XLA). Importing loads no native library; hvd.init() does.
+Python over libkorovod's C ABI, plus korovod's own graph ops written against TensorFlow's stable C
+API: nothing is compiled against TensorFlow's headers, so one build serves every TensorFlow 2
+(2.16 and newer are tested). Eager tensors cross by DLPack without copies; in graphs
+(tf.function, tf.compat.v1 sessions) the collectives are asynchronous KorovodAllreduce, ...
+kernels, or tf.py_functions where those do not apply (see _graph.py: no XLA either way).
+Importing loads no native library; hvd.init() and the first graph collective do.
 """
 
 from __future__ import annotations
@@ -50,8 +52,7 @@ def _resolve_op(op, average):
 def _sparse_allreduce(slices: List[tf.IndexedSlices], op, prescale_factor, postscale_factor, process_set,
                       ignore_name_scope) -> List[tf.IndexedSlices]:
     """An allreduce of tf.IndexedSlices as Horovod does it: allgather values and indices; all of
-    them as one grouped allgather (one op: independent collectives in a TF1 graph can deadlock,
-    docs/tensorflow.md)."""
+    them as one grouped allgather (one op, negotiated and fused together)."""
     if op == Adasum:
         raise NotImplementedError("The Adasum reduction does not currently support sparse tensors. As a "
                                   "workaround please pass sparse_as_dense=True to DistributedOptimizer")

@@ -1,5 +1,5 @@
 """The collectives on eager tensors: what runs in eager mode, and inside the tf.py_function that
-stands for each collective in a graph (_graph.py). Every function queues all of its operations
+stands for a collective in a graph where korovod's own graph ops do not apply (_graph.py). Every function queues all of its operations
 before it waits for any, so a list of tensors is negotiated and fused in one go.
 
 Names are final here (the caller derived them); None lets the runtime name the op by its process

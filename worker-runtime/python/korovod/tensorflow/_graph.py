@@ -1,17 +1,23 @@
 """How a korovod collective becomes part of a TensorFlow program.
 
-Eager mode calls _eager directly. In a graph (a tf.function, or a TF1 graph run by a Session) each
-collective is one tf.py_function whose body is the same eager code: nothing is compiled against
-TensorFlow, so one korovod build serves every TensorFlow version. What that costs and rules out:
-- a Python call per collective at run time (tens of microseconds; the gradient reductions of a
-  tape or optimizer are one call per bucket of gradients, which only queues, and one that waits
-  for all: gradients.py), made with the GIL held except while waiting;
-- tf.function's automatic control dependencies run stateful ops, these among them, in program
-  order, so every rank queues its collectives in the same order (what keeps a graph with one
-  inter-op thread from deadlocking) but two collectives of one graph never overlap;
-- XLA (jit_compile=True) cannot compile EagerPyFunc: such a function fails with TensorFlow's
-  "unsupported operations" error, which check_not_xla() replaces with one that says what to do;
-- a graph holding them cannot be exported to a SavedModel that runs without Python.
+Eager mode calls _eager directly. In a graph (a tf.function, or a TF1 graph run by a Session),
+allreduce, allgather, broadcast, alltoall and reducescatter are korovod's own ops
+(KorovodAllreduce, ...: libkorovod_tf_ops.so, asynchronous CPU kernels written against
+TensorFlow's stable C API, so one build serves every TensorFlow from 2.16 on; native_op()). A
+kernel queues its collective and gives its thread back to TensorFlow, as Horovod's ops do, so a
+graph may run any number of independent collectives at once, and errors keep their TensorFlow
+type. Where those ops do not apply -- a GPU is visible (GPU tensors keep crossing by DLPack),
+KOROVOD_TF_NATIVE_OPS=0, the library or its TensorFlow functions are missing (native_status()
+says why) -- and for the other collectives (grouped ops, join, barrier, the gradient buckets),
+each collective is one tf.py_function whose body is the eager code, which holds its inter-op
+thread while it waits. Both kinds are stateful ops: tf.function's automatic control dependencies
+run them in program order, so every rank queues its collectives in the same order (two
+collectives of one tf.function never overlap; the gradient buckets are how gradients do). What
+the py_function path costs: a Python call per collective (tens of microseconds) with the GIL
+held except while waiting, and in a TF1 Session more independent collectives than inter-op
+threads can deadlock. Neither kind compiles under XLA (check_not_xla() says what to do instead
+of TensorFlow's "unsupported operations"), and a graph holding either needs korovod loaded to
+run (no SavedModel served without it).
 Names: in a graph an unnamed collective is named after its input tensor as Horovod names it
 (HorovodAllreduce_<tensor name>, in the current name scope, made unique in the graph), so every
 rank that traces the same code uses the same names.
@@ -19,16 +25,21 @@ rank that traces the same code uses the same names.
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import os
 import re
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 from tensorflow.python.eager import record
 
 from korovod.common import _lib
+from korovod.common.basics import state
+from korovod.tensorflow import _native
 
-XLA_MESSAGE = ("korovod collectives run as tf.py_function graph ops, which XLA cannot compile; use "
-               "tf.function(jit_compile=False) (Keras: model.compile(..., jit_compile=False))")
+XLA_MESSAGE = ("korovod collectives are graph ops XLA cannot compile (korovod's own asynchronous kernels, or "
+               "tf.py_function); use tf.function(jit_compile=False) (Keras: model.compile(..., jit_compile=False))")
 
 
 def executing_eagerly() -> bool:
@@ -106,3 +117,80 @@ def run(body: Callable[..., Sequence[tf.Tensor]], inputs: Sequence[tf.Tensor], o
 
 def encode(name: Optional[str]) -> Optional[bytes]:
     return None if name is None else name.encode()
+
+
+# ---------------------------------------------------------------- korovod's own graph ops
+
+_NATIVE_LIBRARY = "libkorovod_tf_ops.so"
+
+
+@functools.lru_cache(maxsize=None)
+def _load_native() -> Tuple[Optional[object], str]:
+    """(the op module, "") once per process, or (None, why not)."""
+    if os.environ.get("KOROVOD_TF_NATIVE_OPS", "1") == "0":
+        return None, "KOROVOD_TF_NATIVE_OPS=0"
+    if tf.config.list_physical_devices("GPU"):
+        return None, "a GPU is visible: graph collectives run as tf.py_function, tensors crossing by DLPack"
+    path = _lib.library_path().parent / _NATIVE_LIBRARY
+    if not path.exists():
+        return None, f"{path} does not exist"
+    try:
+        # tf.load_op_library first: it collects the ops the library registers while it loads.
+        module = tf.load_op_library(str(path))
+        cdll = ctypes.CDLL(str(path))
+    except (OSError, tf.errors.OpError) as error:
+        return None, f"{path} does not load: {error}"
+    cdll.korovod_tf_load_error.restype = ctypes.c_char_p
+    cdll.korovod_tf_bind.argtypes = [ctypes.c_void_p]
+    cdll.korovod_tf_bind.restype = None
+    error = cdll.korovod_tf_load_error().decode()
+    if error:
+        return None, f"{path}: {error}"
+    state.listeners.append(cdll.korovod_tf_bind)
+    with state.lock:
+        if state.runtime is not None:
+            cdll.korovod_tf_bind(state.runtime.ptr)
+    return module, ""
+
+
+def native_status() -> str:
+    """"" when graph collectives run as korovod's own ops, else why they run as tf.py_function."""
+    return _load_native()[1]
+
+
+def _scales(prescale: float, postscale: float) -> tf.Tensor:
+    return tf.constant([prescale, postscale], dtype=tf.float64)
+
+
+def native_op(kind: str, tensor: tf.Tensor, tensor_name: str, name: str, process_set_id: int,
+              out_shapes: Sequence[Optional[tf.TensorShape]], reduce_op: int = 0, prescale: float = 1.0,
+              postscale: float = 1.0, root_rank: int = 0, splits: Optional[tf.Tensor] = None,
+              ) -> Optional[List[tf.Tensor]]:
+    """The collective `kind` (allreduce, allgather, broadcast, alltoall, reducescatter) of `tensor`
+    as korovod's asynchronous graph op, named `name` in the graph and `tensor_name` in the
+    runtime; None in eager mode or where the ops do not apply (native_status)."""
+    if tf.executing_eagerly():
+        return None
+    module = _load_native()[0]
+    if module is None:
+        return None
+    check_not_xla()
+    _native.dtype_code(tensor.dtype)  # a ValueError naming what korovod supports, as eagerly
+    common = dict(tensor_name=tensor_name, process_set_id=process_set_id, name=normalize_name(name))
+    if kind == "allreduce":
+        outputs = [module.korovod_allreduce(tensor, _scales(prescale, postscale), reduce_op=reduce_op, **common)]
+    elif kind == "reducescatter":
+        outputs = [module.korovod_reducescatter(tensor, _scales(prescale, postscale), reduce_op=reduce_op, **common)]
+    elif kind == "allgather":
+        outputs = [module.korovod_allgather(tensor, **common)]
+    elif kind == "broadcast":
+        outputs = [module.korovod_broadcast(tensor, root_rank=root_rank, **common)]
+    elif kind == "alltoall":
+        even = tf.zeros([0], tf.int32)  # no splits: an even split
+        outputs = list(module.korovod_alltoall(tensor, even if splits is None else splits, **common))
+    else:
+        raise ValueError(f"no korovod graph op for {kind!r}")
+    for output, shape in zip(outputs, out_shapes):
+        if shape is not None:
+            output.set_shape(shape)
+    return outputs

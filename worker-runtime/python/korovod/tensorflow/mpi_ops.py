@@ -16,6 +16,7 @@ from korovod.common.basics import (Adasum, Average, Max, Min, Product, Sum, ccl_
                                    is_initialized, local_rank, local_size, mpi_built, mpi_enabled,
                                    mpi_threads_supported, nccl_built, rank, rocm_built, shutdown, size,
                                    start_timeline, stop_timeline)
+from korovod.common.basics import check_reduce_op
 from korovod.common.basics import process_set_included as _process_set_included
 from korovod.common.basics import process_set_size as _process_set_size
 from korovod.common.process_sets import (ProcessSet, _temp_process_set_object, add_process_set,
@@ -65,6 +66,11 @@ def _start_group(prefix: str, tensors: Sequence[tf.Tensor], name: Optional[str],
     return ps_id, key or prefix, names_for_group(key, len(tensors))
 
 
+def _decoded(encoded: Optional[bytes]) -> str:
+    # In a graph every collective has its name (op_name); eager calls never reach the graph ops.
+    return "" if encoded is None else encoded.decode()
+
+
 def _rows_unknown(x: tf.Tensor) -> Optional[tf.TensorShape]:
     """x's shape with dim 0 unknown (None when x's rank is): allgather's, alltoall's and
     reducescatter's output."""
@@ -109,8 +115,13 @@ def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=
     """Reduces `tensor` over the process set (default op Sum, as Horovod's low-level op).
     The gradient is the same allreduce of the incoming gradient."""
     tensor, ps_id, op_name, encoded = _start("HorovodAllreduce", tensor, name, ignore_name_scope, process_set)
+    check_reduce_op(op)
 
     def forward(x):
+        native = _graph.native_op("allreduce", x, _decoded(encoded), op_name, ps_id, [x.shape], reduce_op=op,
+                                  prescale=prescale_factor, postscale=postscale_factor)
+        if native is not None:
+            return native[0]
         return _graph.run(lambda v: [_eager.allreduce(v, encoded, op, prescale_factor, postscale_factor, ps_id)],
                           [x], [x.dtype], [x.shape], op_name)[0]
 
@@ -165,6 +176,9 @@ def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_pro
     tensor, ps_id, op_name, encoded = _start("HorovodAllgather", tensor, name, ignore_name_scope, process_set)
 
     def forward(x):
+        native = _graph.native_op("allgather", x, _decoded(encoded), op_name, ps_id, [_rows_unknown(x)])
+        if native is not None:
+            return native[0]
         return _graph.run(lambda v: _eager.allgather_many([v], [encoded], ps_id), [x], [x.dtype], [_rows_unknown(x)],
                           op_name)[0]
 
@@ -207,6 +221,9 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set
     tensor, ps_id, op_name, encoded = _start("HorovodBroadcast", tensor, name, ignore_name_scope, process_set)
 
     def forward(x):
+        native = _graph.native_op("broadcast", x, _decoded(encoded), op_name, ps_id, [x.shape], root_rank=root_rank)
+        if native is not None:
+            return native[0]
         return _graph.run(lambda v: _eager.broadcast_many([v], [encoded], root_rank, ps_id), [x], [x.dtype],
                           [x.shape], op_name)[0]
 
@@ -250,10 +267,15 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_se
     received = []
 
     def forward(x):
-        inputs = [x] if splits_tensor is None else [x, splits_tensor]
-        output, received_splits = _graph.run(
-            lambda v, s=None: _eager.alltoall(v, s, encoded, ps_id), inputs, [x.dtype, tf.int32],
-            [_rows_unknown(x), tf.TensorShape([None])], op_name)
+        shapes = [_rows_unknown(x), tf.TensorShape([None])]
+        native = _graph.native_op("alltoall", x, _decoded(encoded), op_name, ps_id, shapes, splits=splits_tensor)
+        if native is not None:
+            output, received_splits = native
+        else:
+            inputs = [x] if splits_tensor is None else [x, splits_tensor]
+            output, received_splits = _graph.run(
+                lambda v, s=None: _eager.alltoall(v, s, encoded, ps_id), inputs, [x.dtype, tf.int32], shapes,
+                op_name)
         received.append(received_splits)
         return output
 
@@ -274,8 +296,13 @@ def _reducescatter(tensor, name=None, op=Sum, ignore_name_scope=False, process_s
     """Reduces `tensor` over the set and scatters dim 0: rank i gets block i, ranks below
     dim0 % size one extra row. The gradient allgathers the incoming gradient (scaled as the op)."""
     tensor, ps_id, op_name, encoded = _start("HorovodReducescatter", tensor, name, ignore_name_scope, process_set)
+    check_reduce_op(op)
 
     def forward(x):
+        native = _graph.native_op("reducescatter", x, _decoded(encoded), op_name, ps_id, [_rows_unknown(x)],
+                                  reduce_op=op, prescale=prescale_factor, postscale=postscale_factor)
+        if native is not None:
+            return native[0]
         return _graph.run(
             lambda v: _eager.reducescatter_many([v], [encoded], op, prescale_factor, postscale_factor, ps_id),
             [x], [x.dtype], [_rows_unknown(x)], op_name)[0]
@@ -313,8 +340,8 @@ def _grouped_reducescatter(tensors, name=None, op=Sum, ignore_name_scope=False, 
             xs, [x.dtype for x in xs], [_rows_unknown(x) for x in xs], op_name)
 
     def grad(*dys):
-        # One grouped allgather, not one op per tensor: independent collectives in a TF1 graph can
-        # deadlock (docs/tensorflow.md, the known bug of TF1 graphs).
+        # One grouped allgather, not one op per tensor: one negotiation for all, and a single op
+        # where graph collectives are tf.py_functions (which hold an inter-op thread while they wait).
         ps = _temp_process_set_object(ps_id)
         return grouped_allgather([_scaled_for_reducescatter(_or_zeros(d, t), op, prescale_factor, postscale_factor, ps)
                                   for d, t in zip(dys, tensors)], ignore_name_scope=ignore_name_scope, process_set=ps)
