@@ -1,7 +1,10 @@
 #!/usr/bin/python3
-"""Elastic PyTorch training under korovodrun's elastic driver on this machine (issue 13 §5).
+"""Elastic training under korovodrun's elastic driver on this machine (issue 13 §5), PyTorch and
+TensorFlow.
 
-examples/pytorch/pytorch_elastic_digits.py runs under `korovodrun --host-discovery-script`
+An elastic example -- examples/pytorch/pytorch_elastic_digits.py (korovod.torch.elastic), or
+examples/tensorflow/tensorflow_elastic_digits.py (korovod.tensorflow.elastic) with
+KOROVOD_ELASTIC_EXAMPLE / --example -- runs under `korovodrun --host-discovery-script`
 (a file of hosts): the job scales 2 -> 3 -> 2 workers while it trains, then one worker, chosen at
 random, is killed with SIGKILL at a random moment, N times (the driver starts a replacement,
 which joins). Then training is stopped. Checks:
@@ -11,8 +14,11 @@ which joins). Then training is stopped. Checks:
   - the workers that resume together resume with identical weights (the sync from rank 0);
   - no event takes longer than --bound seconds (nothing hangs).
 
-As pytest (ctest python.<torch>.elastic_korovodrun, the CI size: the scaling and 2 kills):
+As pytest (ctest python.<torch>.elastic_korovodrun and python.tf<X.Y>.elastic_korovodrun, the CI
+size: the scaling and 2 kills):
     KOROVOD_BUILD_DIR=build python3 -m pytest tests/python/elastic
+    KOROVOD_BUILD_DIR=build KOROVOD_ELASTIC_EXAMPLE=examples/tensorflow/tensorflow_elastic_digits.py \
+        ~/.cache/korovod/venv-tf2.21.0/bin/python -m pytest tests/python/elastic
 Full (20 kills), printing each event's timing:
     tests/python/elastic/test_elastic_korovodrun.py --build-dir build --kills 20
 """
@@ -40,7 +46,7 @@ class Failure(AssertionError):
 class Job:
     """korovodrun with a hosts file as discovery, running the example with --events."""
 
-    def __init__(self, build_dir: Path, python: str, work: Path, bound: float, log=print):
+    def __init__(self, build_dir: Path, python: str, work: Path, bound: float, log=print, example: Path = EXAMPLE):
         self.work, self.bound, self.log = work, bound, log
         self.hosts = work / "hosts"
         self.events_dir = work / "events"
@@ -56,7 +62,7 @@ class Job:
                    # Kills are the test, not a faulty host: never blacklist localhost.
                    "--blacklist-after-failures", "1000",
                    "--host-discovery-script", f"cat {self.hosts}",
-                   python, str(EXAMPLE), "--epochs", "100000", "--batches-per-commit", "5",
+                   python, str(example), "--epochs", "100000", "--batches-per-commit", "5",
                    "--stop-file", str(self.stop_file), "--events", str(self.events_dir)]
         self.process = subprocess.Popen(command, env=env, stdout=open(self.output, "w"),
                                         stderr=subprocess.STDOUT, start_new_session=True)
@@ -160,10 +166,11 @@ def check_events(events: list) -> dict:
                 final_step=ends[0]["step"], weights=ends[0]["digest"], accuracy=ends[0]["accuracy"])
 
 
-def run_scenario(build_dir: Path, python: str, kills: int, bound: float, seed: int, log=print) -> dict:
+def run_scenario(build_dir: Path, python: str, kills: int, bound: float, seed: int, log=print,
+                 example: Path = EXAMPLE) -> dict:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="korovod-elastic-") as work:
-        job = Job(build_dir, python, Path(work), bound, log)
+        job = Job(build_dir, python, Path(work), bound, log, example)
         try:
             t0 = time.time()
             members = job.wait_for_size(2, 0)
@@ -227,7 +234,8 @@ def test_scale_and_kills_end_with_identical_weights():
     if not (build_dir / "bin" / "korovodrun").exists():
         pytest.skip(f"no {build_dir}/bin/korovodrun (build the korovodrun target)")
     kills = int(os.environ.get("KOROVOD_ELASTIC_KILLS", "2"))
-    summary = run_scenario(build_dir, sys.executable, kills, bound=120.0, seed=kills)
+    example = Path(os.environ.get("KOROVOD_ELASTIC_EXAMPLE", EXAMPLE)).resolve()
+    summary = run_scenario(build_dir, sys.executable, kills, bound=120.0, seed=kills, example=example)
     print(json.dumps(summary))
     assert summary["final_size"] == 2
 
@@ -235,13 +243,16 @@ def test_scale_and_kills_end_with_identical_weights():
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build-dir", default=str(REPO / "build"), help="build tree with bin/korovodrun and python/")
-    p.add_argument("--python", default="/usr/bin/python3", help="interpreter with torch and sklearn")
+    p.add_argument("--python", default="/usr/bin/python3",
+                   help="interpreter with sklearn and the example's framework (torch, or tensorflow)")
+    p.add_argument("--example", default=str(EXAMPLE),
+                   help="the elastic example to run (or examples/tensorflow/tensorflow_elastic_digits.py)")
     p.add_argument("--kills", type=int, default=20, help="workers to kill -9, one after another")
     p.add_argument("--bound", type=float, default=120.0, help="seconds any event may take before it counts as a hang")
     p.add_argument("--seed", type=int, default=1, help="seed of the random victims and moments")
     args = p.parse_args(argv)
     summary = run_scenario(Path(args.build_dir).resolve(), args.python, args.kills, args.bound, args.seed,
-                           log=lambda m: print(m, flush=True))
+                           log=lambda m: print(m, flush=True), example=Path(args.example).resolve())
     print("PASSED: " + json.dumps(summary))
     return 0
 

@@ -74,6 +74,16 @@ int tf_code(int korovod_code) {
   }
 }
 
+// The text of a failure: the runtime's, which names the tensor and the ranks. A lost peer or a
+// timed-out collective (Python: HorovodInternalError) says so first, as the same failure does on
+// the tf.py_function path, so korovod.tensorflow.elastic.run recognises it in a graph's error.
+std::string failure_text(int korovod_code, const std::string& text) {
+  if (korovod_code == KOROVOD_ERR_ABORTED || korovod_code == KOROVOD_ERR_UNKNOWN) {
+    return "HorovodInternalError: " + text;
+  }
+  return text;
+}
+
 const char kNotInitialized[] =
     "korovod has not been initialized or was shut down; call hvd.init() before running korovod ops";
 
@@ -159,7 +169,7 @@ class Call {
         scales[0], scales[1], static_cast<int>(kernel_.root_rank), splits, num_splits,
         static_cast<int>(kernel_.process_set), /*ready=*/nullptr, runtime_allocates ? &Call::alloc : nullptr,
         &Call::done, this);
-    if (rc != KOROVOD_OK) return {tf_code(rc), korovod_last_error(lib.runtime)};
+    if (rc != KOROVOD_OK) return {tf_code(rc), failure_text(rc, korovod_last_error(lib.runtime))};
     return {};
   }
 
@@ -191,7 +201,7 @@ class Call {
     auto* call = static_cast<Call*>(arg);
     Status s;
     if (result->status != KOROVOD_OK) {
-      s = {tf_code(result->status), result->error_text};
+      s = {tf_code(result->status), failure_text(result->status, result->error_text)};
     } else if (call->kernel_.type == KOROVOD_OP_ALLTOALL) {
       TF_Tensor* received = nullptr;
       s = call->allocate(1, kInt32, {result->num_received_splits}, &received);

@@ -20,6 +20,7 @@ from korovod.common.process_sets import ProcessSet, add_process_set, global_proc
 from korovod.keras import _numpy, callbacks
 from korovod.keras.compression import Compression
 from korovod.keras.optimizer import DistributedOptimizer
+from korovod.keras import elastic  # noqa: E402 (after _numpy and callbacks, which it uses)
 
 
 def _resolve_op(op, average):
@@ -105,5 +106,5 @@ __all__ = [
     "ccl_built", "cross_rank", "cross_size", "cuda_built", "ddl_built", "gloo_built", "gloo_enabled",
     "global_process_set", "init", "is_homogeneous", "is_initialized", "load_model", "local_rank", "local_size",
     "mpi_built", "mpi_enabled", "mpi_threads_supported", "nccl_built", "rank", "reducescatter",
-    "remove_process_set", "rocm_built", "shutdown", "size", "start_timeline", "stop_timeline",
+    "remove_process_set", "rocm_built", "shutdown", "size", "start_timeline", "stop_timeline", "elastic",
 ]

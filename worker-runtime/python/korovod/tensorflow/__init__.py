@@ -34,6 +34,7 @@ from korovod.tensorflow.mpi_ops import (Adasum, Average, Max, Min, Product, Proc
 from korovod.tensorflow.sync_batch_norm import SyncBatchNormalization
 from korovod.tensorflow.tape import DistributedGradientTape, PartialDistributedGradientTape
 from korovod.tensorflow.util import _executing_eagerly  # noqa: F401 (Horovod's tests call hvd._executing_eagerly)
+from korovod.tensorflow import elastic  # noqa: E402 (hvd.elastic, as Horovod's)
 
 
 def _resolve_op(op, average):
@@ -179,5 +180,5 @@ __all__ = [
     "local_rank", "local_rank_op", "local_size", "local_size_op", "mpi_built", "mpi_enabled",
     "mpi_threads_supported", "nccl_built", "process_set_included_op", "rank", "rank_op", "reducescatter",
     "remove_process_set", "rocm_built", "shutdown", "size", "size_op", "start_timeline", "stop_timeline",
-    "SyncBatchNormalization",
+    "SyncBatchNormalization", "elastic",
 ]

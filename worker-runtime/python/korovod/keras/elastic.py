@@ -1,0 +1,228 @@
+"""korovod.keras.elastic: Horovod's horovod.keras.elastic for Keras 3, on any backend.
+
+    state = hvd.elastic.KerasState(model, batch=0, epoch=0)
+
+    @hvd.elastic.run
+    def train(state):
+        model.fit(x, y, initial_epoch=state.epoch, epochs=epochs,
+                  callbacks=[hvd.elastic.CommitStateCallback(state, batches_per_commit=10),
+                             hvd.elastic.UpdateBatchStateCallback(state),
+                             hvd.elastic.UpdateEpochStateCallback(state)])
+
+    train(state)
+
+The state holds the model's and the optimizer's variables (as numpy copies in host memory) and any
+keyword arguments; commit() saves them, restore() returns to the last commit, sync() makes every
+rank's values rank 0's. Under `korovodrun --min-np/--max-np --host-discovery-script` a failure
+rolls the survivors back to the last commit and a change of hosts interrupts everyone at a commit;
+both reset the runtime into the driver's next round and sync from rank 0 (docs/elastic.md).
+Everything crosses as numpy arrays, so the same state serves Keras' tensorflow, torch and jax
+backends.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any, List
+
+import keras
+import numpy as np
+
+from korovod.common import basics
+from korovod.common.elastic import ObjectState, reset_runtime, run_fn
+from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
+from korovod.keras import _numpy
+from korovod.keras.callbacks import broadcast_variables
+
+
+def run(func):
+    """Decorator running `func(state, ...)` elastically: retried after every reset, from the last
+    commit (a failure) or from where it was interrupted (a change of hosts), with the state synced
+    from rank 0 first. No collective may run before it that the other workers skip: a worker that
+    joins runs the sync while the others are in theirs. The first argument must be a State.
+
+    A failed collective arrives as HorovodInternalError eagerly; from inside a graph or a compiled
+    train step (tf.function, model.fit) it arrives as the framework's error, which counts as a
+    failure when its text names HorovodInternalError (korovod's graph ops and py_functions say so
+    for a lost peer or a timed-out collective) or when korovod's runtime has stopped."""
+
+    def wrapper(state, *args, **kwargs):
+        try:
+            return func(state, *args, **kwargs)
+        except (HorovodInternalError, HostsUpdatedInterrupt):
+            raise
+        except Exception as error:
+            if is_collective_failure(error):
+                raise HorovodInternalError(str(error)) from error
+            raise
+
+    return run_fn(wrapper, _reset)
+
+
+def is_collective_failure(error: BaseException) -> bool:
+    """Whether a framework's error stands for a failed korovod collective (see run)."""
+    if "HorovodInternalError" in str(error):
+        return True
+    return basics.state.runtime is not None and not basics.is_initialized()
+
+
+def _reset() -> None:
+    reset_runtime(basics.shutdown, basics.init)
+
+
+def optimizer_variables(optimizer) -> List[Any]:
+    """The optimizer's variables (Keras 3: a property; Horovod's Keras 2 code calls a method)."""
+    variables = optimizer.variables
+    return list(variables() if callable(variables) else variables)
+
+
+def _to_bytes(obj: Any) -> np.ndarray:
+    return np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
+
+
+def broadcast_object(obj: Any, root_rank: int = 0, name: str = "elastic.object") -> Any:
+    """root_rank's picklable `obj` on every rank (the root gets its own object back)."""
+    is_root = basics.rank() == root_rank
+    data = _to_bytes(obj) if is_root else np.zeros(0, np.uint8)
+    length = _numpy.broadcast([np.array([data.size], np.int64)], root_rank, name + ".sz")[0]
+    if not is_root:
+        data = np.zeros(int(length[0]), np.uint8)
+    received = _numpy.broadcast([data], root_rank, name + ".t")[0]
+    return obj if is_root else pickle.loads(received.tobytes())
+
+
+def allgather_object(obj: Any, name: str = "elastic.gather") -> List[Any]:
+    """Every rank's picklable `obj`, in rank order."""
+    data = _to_bytes(obj)
+    lengths = _numpy.allgather(np.array([data.size], np.int64), name + ".sz")
+    gathered = _numpy.allgather(data, name + ".t")
+    objects, start = [], 0
+    for length in lengths.tolist():
+        objects.append(pickle.loads(gathered[start:start + length].tobytes()))
+        start += length
+    return objects
+
+
+class KerasState(ObjectState):
+    """State of a Keras model and its optimizer, and any other picklable keyword arguments
+    (exposed as attributes: state.epoch, state.batch, ...).
+
+    Args:
+        model: a built Keras model (ValueError otherwise, as Horovod's).
+        optimizer: its optimizer (default: model.optimizer); built here on the model's trainable
+            variables if it is not yet, so its variables exist from the first commit on.
+        backend: accepted for Horovod's signature (Keras 3 has no sessions).
+    """
+
+    def __init__(self, model, optimizer=None, backend=None, **kwargs):
+        if not getattr(model, "built", True):
+            raise ValueError("Model must be built first. Run `model.build(input_shape)`.")
+        self.model = model
+        self.optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
+        if self.optimizer is None:
+            raise ValueError("KerasState needs an optimizer: pass optimizer= or compile the model first")
+        if not getattr(self.optimizer, "built", True):
+            self.optimizer.build(model.trainable_variables)
+        self.backend = backend
+        self._save_model()
+        super().__init__(bcast_object=lambda obj: broadcast_object(obj, 0, "elastic.state"), get_rank=basics.rank,
+                         **kwargs)
+
+    def _variables(self) -> List[Any]:
+        return list(self.model.variables) + optimizer_variables(self.optimizer)
+
+    def save(self) -> None:
+        self._save_model()
+        super().save()
+
+    def restore(self) -> None:
+        self._load_model()
+        super().restore()
+
+    def sync(self) -> None:
+        broadcast_variables(self._variables(), root_rank=0, name="elastic.variables")
+        self._save_model()
+        super().sync()
+
+    def any_rank(self, flag: bool) -> bool:
+        return any(allgather_object(bool(flag), name="elastic.any_rank"))
+
+    def _save_model(self) -> None:
+        self._saved = [np.array(keras.ops.convert_to_numpy(v)) for v in self._variables()]
+
+    def _load_model(self) -> None:
+        variables = self._variables()
+        if len(variables) != len(self._saved):
+            raise RuntimeError(f"the model and optimizer have {len(variables)} variables, the last commit "
+                               f"{len(self._saved)}: variables were added after the state was made")
+        for variable, value in zip(variables, self._saved):
+            variable.assign(value)
+
+
+class CommitStateCallback(keras.callbacks.Callback):
+    """Commits `state` every `batches_per_commit` batches and at the end of every epoch."""
+
+    def __init__(self, state, batches_per_commit: int = 1):
+        super().__init__()
+        self.state = state
+        self.batches_per_commit = batches_per_commit
+        self.batches_remaining = batches_per_commit
+
+    def on_train_begin(self, logs=None):
+        self.batches_remaining = self.batches_per_commit  # the same count on every rank after a reset
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches_remaining -= 1
+        if self.batches_remaining == 0:
+            self.state.commit()
+            self.batches_remaining = self.batches_per_commit
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.state.commit()
+
+
+class UpdateBatchStateCallback(keras.callbacks.Callback):
+    """Keeps state.batch at the last finished batch of the epoch (0 after an epoch ends).
+
+    Horovod's version also shortens the first epoch after a reset by the batches already done
+    through params['steps']; Keras 3 reads steps_per_epoch once per fit, so that has no effect
+    here: pass the remaining steps to fit yourself if an epoch must not be repeated in part."""
+
+    def __init__(self, state):
+        super().__init__()
+        self.state = state
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.state.batch = batch
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.state.batch = 0
+
+
+class UpdateEpochStateCallback(keras.callbacks.Callback):
+    """Keeps state.epoch at the number of epochs finished, counted across resets (fit's own
+    epoch numbers restart with every call)."""
+
+    def __init__(self, state):
+        super().__init__()
+        self.state = state
+        self.initial_epoch = state.epoch
+        self.first_epoch = None
+
+    def on_train_begin(self, logs=None):
+        self.initial_epoch = self.state.epoch
+        self.first_epoch = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        # fit numbers epochs from its initial_epoch argument (Horovod's examples pass none and
+        # shorten `epochs` instead): count from the first one this fit runs, either way.
+        if self.first_epoch is None:
+            self.first_epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        first = epoch if self.first_epoch is None else self.first_epoch
+        self.state.epoch = self.initial_epoch + (epoch - first) + 1
+
+
+__all__ = ["CommitStateCallback", "HorovodInternalError", "HostsUpdatedInterrupt", "KerasState",
+           "UpdateBatchStateCallback", "UpdateEpochStateCallback", "run"]

@@ -1,0 +1,96 @@
+"""korovod.tensorflow.elastic: Horovod's horovod.tensorflow.elastic (run, TensorFlowKerasState,
+TensorFlowState) for TensorFlow 2 in eager mode, as Horovod's supports it there.
+
+    state = hvd.elastic.TensorFlowKerasState(model, optimizer, batch=0, epoch=0)
+
+    @hvd.elastic.run
+    def train(state):
+        for state.epoch in range(state.epoch, epochs):
+            for state.batch in range(state.batch, batches):
+                train_step(...)          # a tf.function with DistributedGradientTape, say
+                if state.batch % 10 == 0:
+                    state.commit()
+            state.batch = 0
+
+    train(state)
+
+commit() saves the variables (host copies) and the keyword arguments, restore() returns to the
+last commit, sync() broadcasts rank 0's. A failed collective -- HorovodInternalError eagerly, the
+error of a korovod graph op inside a tf.function -- rolls every survivor back to the last commit;
+under `korovodrun --min-np/--max-np --host-discovery-script` a change of hosts interrupts everyone
+at a commit; both reset the runtime into the driver's next round and sync from rank 0
+(docs/elastic.md). Traced tf.functions keep working across resets.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+import tensorflow as tf
+
+from korovod.common import basics
+from korovod.common.elastic import ObjectState
+from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
+from korovod.keras import elastic as _keras_elastic
+from korovod.tensorflow.functions import allgather_object, broadcast_object, broadcast_variables
+
+run = _keras_elastic.run
+
+
+def _require_eager(what: str) -> None:
+    if not tf.executing_eagerly():
+        raise NotImplementedError(f"{what} works in eager mode (TensorFlow 2), as Horovod's does")
+
+
+class TensorFlowKerasState(_keras_elastic.KerasState):
+    """State of a Keras model and optimizer (TensorFlow backend) and any other picklable keyword
+    arguments. The model must be built; the optimizer (default: model.optimizer) is built on the
+    model's trainable variables if it is not yet. `backend` is accepted for Horovod's signature."""
+
+    def __init__(self, model, optimizer=None, backend=None, **kwargs):
+        _require_eager("TensorFlowKerasState")
+        super().__init__(model, optimizer=optimizer, backend=backend, **kwargs)
+
+
+def _bcast_object(obj: Any) -> Any:
+    return broadcast_object(obj, root_rank=0, name="elastic.state")
+
+
+class TensorFlowState(ObjectState):
+    """State of a list of tf.Variable (Horovod requires it: TF2 has no global variables to default
+    to) and any other picklable keyword arguments."""
+
+    def __init__(self, variables=None, session=None, **kwargs):
+        _require_eager("TensorFlowState")
+        if session is not None:
+            raise NotImplementedError("TensorFlowState with a TF1 session is not supported by korovod (Horovod's "
+                                      "TF2 support is eager mode); pass the variables of an eager program")
+        if not variables:
+            raise ValueError("TensorFlowState needs the variables to track (TensorFlow 2 has no global "
+                             "variables to default to)")
+        self.variables: List[tf.Variable] = list(variables)
+        self._save_model()
+        super().__init__(bcast_object=_bcast_object, get_rank=basics.rank, **kwargs)
+
+    def save(self) -> None:
+        self._save_model()
+        super().save()
+
+    def restore(self) -> None:
+        for variable, value in zip(self.variables, self._values):
+            variable.assign(value)
+        super().restore()
+
+    def sync(self) -> None:
+        broadcast_variables(self.variables, root_rank=0)
+        self._save_model()
+        super().sync()
+
+    def any_rank(self, flag: bool) -> bool:
+        return any(allgather_object(bool(flag), name="elastic.any_rank"))
+
+    def _save_model(self) -> None:
+        self._values = [variable.numpy() for variable in self.variables]
+
+
+__all__ = ["HorovodInternalError", "HostsUpdatedInterrupt", "TensorFlowKerasState", "TensorFlowState", "run"]
