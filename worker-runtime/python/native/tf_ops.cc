@@ -169,6 +169,8 @@ class Call {
         scales[0], scales[1], static_cast<int>(kernel_.root_rank), splits, num_splits,
         static_cast<int>(kernel_.process_set), /*ready=*/nullptr, runtime_allocates ? &Call::alloc : nullptr,
         &Call::done, this);
+    // Done may have run already (on the runtime's thread, or on this one for an op enqueued after
+    // the engine stopped): `this` is gone unless rc failed.
     if (rc != KOROVOD_OK) return {tf_code(rc), failure_text(rc, korovod_last_error(lib.runtime))};
     return {};
   }
