@@ -38,6 +38,16 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+def set_threads(num_threads: int) -> None:
+    """num_threads intra-op threads (and at least 2 inter-op threads, so a collective that waits
+    never holds the only one) per rank; 0 leaves TensorFlow's defaults. Ranks share the cores."""
+    import tensorflow as tf
+
+    if num_threads > 0:
+        tf.config.threading.set_intra_op_parallelism_threads(num_threads)
+        tf.config.threading.set_inter_op_parallelism_threads(max(2, num_threads))
+
+
 def load_split(test_fraction: float, seed: int):
     """(x_train, y_train), (x_test, y_test): the same split on every rank."""
     import numpy as np
@@ -70,14 +80,11 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
-    import tensorflow as tf
 
     import korovod.keras as hvd
 
     hvd.init()
-    if args.num_threads > 0:
-        tf.config.threading.set_intra_op_parallelism_threads(args.num_threads)
-        tf.config.threading.set_inter_op_parallelism_threads(max(2, args.num_threads))
+    set_threads(args.num_threads)
     keras.utils.set_random_seed(args.seed + hvd.rank())  # differs per rank: the broadcast aligns them
     is_root = hvd.rank() == 0
     (x_train, y_train), (x_test, y_test) = load_split(args.test_fraction, args.seed)

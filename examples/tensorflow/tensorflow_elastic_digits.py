@@ -58,12 +58,10 @@ def main(argv=None) -> None:
     import tensorflow as tf
 
     import korovod.tensorflow as hvd
-    from keras_digits import build_model, load_split
+    from keras_digits import build_model, load_split, set_threads
 
     hvd.init()
-    if args.num_threads > 0:
-        tf.config.threading.set_intra_op_parallelism_threads(args.num_threads)
-        tf.config.threading.set_inter_op_parallelism_threads(max(2, args.num_threads))
+    set_threads(args.num_threads)
     keras.utils.set_random_seed(args.seed)  # the same initial weights everywhere (rank 0's win anyway)
     (x_train, y_train), (x_test, y_test) = load_split(args.test_fraction, args.seed)
     x_train, x_test = x_train.astype(np.float32), x_test.astype(np.float32)
