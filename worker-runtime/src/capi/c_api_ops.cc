@@ -2,6 +2,8 @@
 // and handles, outputs included.
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "capi/capi_internal.h"
 #include "korovod/cuda.h"
 
@@ -98,17 +100,57 @@ void remember_output(korovod_runtime* rt, int64_t handle, std::shared_ptr<Output
 
 namespace {
 
+// Prepares and queues one op of a (non-null) rt. `complete`, when given, finishes the prepared
+// op first (korovod_enqueue_async's callbacks). The runtime it was queued on is left in `used`.
+Result<Handle> queue_one(korovod_runtime* rt, const FlatOp& f, std::unique_ptr<korovod_event> event,
+                         const std::function<Status(PreparedOp&)>& complete, std::shared_ptr<Runtime>& used) {
+  used = runtime_of(rt);
+  if (!used) return not_running();
+  Result<PreparedOp> p = prepare(f, std::move(event));
+  if (!p.is_ok()) return p.status();
+  if (complete) KOROVOD_RETURN_IF_ERROR(complete(*p));
+  Result<Handle> h = used->enqueue(std::move(p->args));
+  if (h.is_ok()) remember_output(rt, *h, std::move(p->output));
+  return h;
+}
+
 int64_t enqueue_one(korovod_runtime* rt, const FlatOp& f, korovod_event* ready) {
   std::unique_ptr<korovod_event> event(ready);  // consumed, also on error
   if (!rt) return KOROVOD_ERR_NOT_INITIALIZED;
-  auto runtime = runtime_of(rt);
-  if (!runtime) return fail(rt, not_running());
-  Result<PreparedOp> p = prepare(f, std::move(event));
-  if (!p.is_ok()) return fail(rt, p.status());
-  Result<Handle> h = runtime->enqueue(std::move(p->args));
-  if (!h.is_ok()) return fail(rt, h.status());
-  remember_output(rt, *h, std::move(p->output));
-  return *h;
+  std::shared_ptr<Runtime> runtime;
+  Result<Handle> h = queue_one(rt, f, std::move(event), nullptr, runtime);
+  return h.is_ok() ? *h : fail(rt, h.status());
+}
+
+// What makes a prepared op korovod_enqueue_async's: the caller's allocator for a runtime-sized
+// output (instead of a slot kept under the handle) and its done callback.
+Status complete_async(PreparedOp& p, korovod_alloc_fn alloc, korovod_done_fn done, void* arg) {
+  CollectiveArgs& a = p.args;
+  if (p.output && !alloc) {
+    return Status::invalid_argument(fmt::format("tensor '{}': {} needs alloc (the runtime learns the output's size)",
+                                                a.name, request_type_name(a.type)));
+  }
+  if (!p.output && alloc) {
+    return Status::invalid_argument(
+        fmt::format("tensor '{}': {} writes to output; pass alloc NULL", a.name, request_type_name(a.type)));
+  }
+  p.output.reset();  // nothing kept under the handle: the caller's alloc holds the output
+  if (alloc) {
+    a.allocator = [alloc, arg, tensor = a.name](const std::vector<int64_t>& dims) -> Result<void*> {
+      void* data = nullptr;
+      if (alloc(arg, static_cast<int>(dims.size()), dims.data(), &data) != 0) {
+        return Status::aborted(fmt::format("tensor '{}': the framework could not allocate the output", tensor));
+      }
+      return data;
+    };
+  }
+  a.on_done = [done, arg](const Status& status, const OpOutput& out) {
+    const std::string text = status.is_ok() ? std::string() : status.message();
+    const korovod_op_result result{code_of(status), text.c_str(), out.received_splits.data(),
+                                   static_cast<int32_t>(out.received_splits.size()), out.last_joined_rank};
+    done(arg, &result);
+  };
+  return Status::ok();
 }
 
 // The output slot of a handle, or why there is none.
@@ -146,38 +188,11 @@ int korovod_enqueue_async(korovod_runtime* rt, int type, const char* name, void*
   std::unique_ptr<korovod_event> event(ready);  // consumed, also on error
   if (!rt) return KOROVOD_ERR_NOT_INITIALIZED;
   if (!done) return fail(rt, Status::invalid_argument("korovod_enqueue_async: done is NULL"));
-  auto runtime = runtime_of(rt);
-  if (!runtime) return fail(rt, not_running());
   const FlatOp f{type,   name,   input,    output,    dtype,     ndim,   shape,      device,
                  op,     prescale, postscale, root_rank, splits, num_splits, process_set};
-  korovod::Result<PreparedOp> p = prepare(f, std::move(event));
-  if (!p.is_ok()) return fail(rt, p.status());
-  korovod::CollectiveArgs& a = p->args;
-  if (p->output && !alloc) {
-    return fail(rt, Status::invalid_argument(fmt::format(
-                        "tensor '{}': {} needs alloc (the runtime learns the output's size)", a.name,
-                        korovod::request_type_name(a.type))));
-  }
-  if (!p->output && alloc) {
-    return fail(rt, Status::invalid_argument(fmt::format("tensor '{}': {} writes to output; pass alloc NULL",
-                                                         a.name, korovod::request_type_name(a.type))));
-  }
-  if (alloc) {
-    a.allocator = [alloc, arg, tensor = a.name](const std::vector<int64_t>& dims) -> korovod::Result<void*> {
-      void* data = nullptr;
-      if (alloc(arg, static_cast<int>(dims.size()), dims.data(), &data) != 0) {
-        return Status::aborted(fmt::format("tensor '{}': the framework could not allocate the output", tensor));
-      }
-      return data;
-    };
-  }
-  a.on_done = [done, arg](const Status& status, const korovod::OpOutput& out) {
-    const std::string text = status.is_ok() ? std::string() : status.message();
-    const korovod_op_result result{code_of(status), text.c_str(), out.received_splits.data(),
-                                   static_cast<int32_t>(out.received_splits.size()), out.last_joined_rank};
-    done(arg, &result);
-  };
-  korovod::Result<korovod::Handle> h = runtime->enqueue(std::move(a));
+  std::shared_ptr<korovod::Runtime> runtime;
+  korovod::Result<korovod::Handle> h = queue_one(
+      rt, f, std::move(event), [&](PreparedOp& p) { return complete_async(p, alloc, done, arg); }, runtime);
   if (!h.is_ok()) return fail(rt, h.status());
   // Nobody waits for this op, and a waiting caller is what fails an op enqueued after the engine
   // stopped (cycle_driver_wait.cc; it would otherwise never end) and what drives the cycles
