@@ -26,6 +26,7 @@ rank that traces the same code uses the same names.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import os
 import re
@@ -89,14 +90,30 @@ def as_tensorflow_error(error: BaseException) -> Optional[tf.errors.OpError]:
     return None
 
 
-def run(body: Callable[..., Sequence[tf.Tensor]], inputs: Sequence[tf.Tensor], out_dtypes: Sequence[tf.DType],
-        out_shapes: Sequence[Optional[tf.TensorShape]], name: str) -> List[tf.Tensor]:
-    """body(*eager inputs) -> list of eager outputs; as one graph op outside eager mode.
+@dataclasses.dataclass(frozen=True)
+class Native:
+    """A collective korovod's own graph ops can run (native_op): the op's kind (allreduce,
+    allgather, broadcast, alltoall, reducescatter), its name in the runtime and its attributes."""
 
-    Errors: eagerly, the runtime's refusals become Horovod's tf.errors types (as_tensorflow_error).
-    In a graph TensorFlow maps the py_function's Python exception itself: ValueError ->
-    InvalidArgumentError as Horovod's, anything else (a disagreement among ranks too) ->
-    UnknownError, with the runtime's message that names tensor and ranks."""
+    kind: str
+    tensor_name: Optional[bytes]
+    process_set_id: int
+    reduce_op: int = 0
+    prescale: float = 1.0
+    postscale: float = 1.0
+    root_rank: int = 0
+
+
+def run(body: Callable[..., Sequence[tf.Tensor]], inputs: Sequence[tf.Tensor], out_dtypes: Sequence[tf.DType],
+        out_shapes: Sequence[Optional[tf.TensorShape]], name: str, native: Optional[Native] = None
+        ) -> List[tf.Tensor]:
+    """body(*eager inputs) -> list of eager outputs; outside eager mode one graph op: korovod's own
+    op when `native` says which and those ops apply here (native_op), else a tf.py_function.
+
+    Errors: eagerly, the runtime's refusals become Horovod's tf.errors types (as_tensorflow_error);
+    korovod's graph ops give the same types. In a py_function TensorFlow maps the Python exception
+    itself: ValueError -> InvalidArgumentError as Horovod's, anything else (a disagreement among
+    ranks too) -> UnknownError, with the runtime's message that names tensor and ranks."""
     if tf.executing_eagerly():
         try:
             return list(body(*inputs))
@@ -106,9 +123,11 @@ def run(body: Callable[..., Sequence[tf.Tensor]], inputs: Sequence[tf.Tensor], o
                 raise
             raise mapped from error
     check_not_xla()
-    outputs = tf.py_function(func=lambda *xs: list(body(*xs)), inp=list(inputs), Tout=list(out_dtypes),
-                             name=normalize_name(name))
-    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    outputs = native_op(native, inputs, name) if native is not None else None
+    if outputs is None:
+        outputs = tf.py_function(func=lambda *xs: list(body(*xs)), inp=list(inputs), Tout=list(out_dtypes),
+                                 name=normalize_name(name))
+        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     for output, shape in zip(outputs, out_shapes):
         if shape is not None:
             output.set_shape(shape)
@@ -162,35 +181,27 @@ def _scales(prescale: float, postscale: float) -> tf.Tensor:
     return tf.constant([prescale, postscale], dtype=tf.float64)
 
 
-def native_op(kind: str, tensor: tf.Tensor, tensor_name: str, name: str, process_set_id: int,
-              out_shapes: Sequence[Optional[tf.TensorShape]], reduce_op: int = 0, prescale: float = 1.0,
-              postscale: float = 1.0, root_rank: int = 0, splits: Optional[tf.Tensor] = None,
-              ) -> Optional[List[tf.Tensor]]:
-    """The collective `kind` (allreduce, allgather, broadcast, alltoall, reducescatter) of `tensor`
-    as korovod's asynchronous graph op, named `name` in the graph and `tensor_name` in the
-    runtime; None in eager mode or where the ops do not apply (native_status)."""
-    if tf.executing_eagerly():
-        return None
+def native_op(spec: Native, inputs: Sequence[tf.Tensor], name: str) -> Optional[List[tf.Tensor]]:
+    """The collective `spec` of inputs[0] (alltoall: inputs[1], if given, its splits) as korovod's
+    asynchronous graph op named `name`; None where those ops do not apply (native_status)."""
     module = _load_native()[0]
     if module is None:
         return None
-    check_not_xla()
+    tensor = inputs[0]
     _native.dtype_code(tensor.dtype)  # a ValueError naming what korovod supports, as eagerly
-    common = dict(tensor_name=tensor_name, process_set_id=process_set_id, name=normalize_name(name))
-    if kind == "allreduce":
-        outputs = [module.korovod_allreduce(tensor, _scales(prescale, postscale), reduce_op=reduce_op, **common)]
-    elif kind == "reducescatter":
-        outputs = [module.korovod_reducescatter(tensor, _scales(prescale, postscale), reduce_op=reduce_op, **common)]
-    elif kind == "allgather":
-        outputs = [module.korovod_allgather(tensor, **common)]
-    elif kind == "broadcast":
-        outputs = [module.korovod_broadcast(tensor, root_rank=root_rank, **common)]
-    elif kind == "alltoall":
-        even = tf.zeros([0], tf.int32)  # no splits: an even split
-        outputs = list(module.korovod_alltoall(tensor, even if splits is None else splits, **common))
-    else:
-        raise ValueError(f"no korovod graph op for {kind!r}")
-    for output, shape in zip(outputs, out_shapes):
-        if shape is not None:
-            output.set_shape(shape)
-    return outputs
+    tensor_name = "" if spec.tensor_name is None else spec.tensor_name.decode()  # always named in a graph
+    common = dict(tensor_name=tensor_name, process_set_id=spec.process_set_id, name=normalize_name(name))
+    if spec.kind == "allreduce":
+        return [module.korovod_allreduce(tensor, _scales(spec.prescale, spec.postscale), reduce_op=spec.reduce_op,
+                                         **common)]
+    if spec.kind == "reducescatter":
+        return [module.korovod_reducescatter(tensor, _scales(spec.prescale, spec.postscale),
+                                             reduce_op=spec.reduce_op, **common)]
+    if spec.kind == "allgather":
+        return [module.korovod_allgather(tensor, **common)]
+    if spec.kind == "broadcast":
+        return [module.korovod_broadcast(tensor, root_rank=spec.root_rank, **common)]
+    if spec.kind == "alltoall":
+        splits = inputs[1] if len(inputs) > 1 else tf.zeros([0], tf.int32)  # none: an even split
+        return list(module.korovod_alltoall(tensor, splits, **common))
+    raise ValueError(f"no korovod graph op for {spec.kind!r}")

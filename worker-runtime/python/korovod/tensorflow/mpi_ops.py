@@ -66,11 +66,6 @@ def _start_group(prefix: str, tensors: Sequence[tf.Tensor], name: Optional[str],
     return ps_id, key or prefix, names_for_group(key, len(tensors))
 
 
-def _decoded(encoded: Optional[bytes]) -> str:
-    # In a graph every collective has its name (op_name); eager calls never reach the graph ops.
-    return "" if encoded is None else encoded.decode()
-
-
 def _rows_unknown(x: tf.Tensor) -> Optional[tf.TensorShape]:
     """x's shape with dim 0 unknown (None when x's rank is): allgather's, alltoall's and
     reducescatter's output."""
@@ -117,13 +112,12 @@ def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=
     tensor, ps_id, op_name, encoded = _start("HorovodAllreduce", tensor, name, ignore_name_scope, process_set)
     check_reduce_op(op)
 
+    native = _graph.Native("allreduce", encoded, ps_id, reduce_op=op, prescale=prescale_factor,
+                           postscale=postscale_factor)
+
     def forward(x):
-        native = _graph.native_op("allreduce", x, _decoded(encoded), op_name, ps_id, [x.shape], reduce_op=op,
-                                  prescale=prescale_factor, postscale=postscale_factor)
-        if native is not None:
-            return native[0]
         return _graph.run(lambda v: [_eager.allreduce(v, encoded, op, prescale_factor, postscale_factor, ps_id)],
-                          [x], [x.dtype], [x.shape], op_name)[0]
+                          [x], [x.dtype], [x.shape], op_name, native)[0]
 
     def grad(dy):
         return [_allreduce(dy, op=op, prescale_factor=prescale_factor, postscale_factor=postscale_factor,
@@ -176,11 +170,8 @@ def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_pro
     tensor, ps_id, op_name, encoded = _start("HorovodAllgather", tensor, name, ignore_name_scope, process_set)
 
     def forward(x):
-        native = _graph.native_op("allgather", x, _decoded(encoded), op_name, ps_id, [_rows_unknown(x)])
-        if native is not None:
-            return native[0]
         return _graph.run(lambda v: _eager.allgather_many([v], [encoded], ps_id), [x], [x.dtype], [_rows_unknown(x)],
-                          op_name)[0]
+                          op_name, _graph.Native("allgather", encoded, ps_id))[0]
 
     def grad(dy):
         ps = _temp_process_set_object(ps_id)
@@ -221,11 +212,8 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set
     tensor, ps_id, op_name, encoded = _start("HorovodBroadcast", tensor, name, ignore_name_scope, process_set)
 
     def forward(x):
-        native = _graph.native_op("broadcast", x, _decoded(encoded), op_name, ps_id, [x.shape], root_rank=root_rank)
-        if native is not None:
-            return native[0]
         return _graph.run(lambda v: _eager.broadcast_many([v], [encoded], root_rank, ps_id), [x], [x.dtype],
-                          [x.shape], op_name)[0]
+                          [x.shape], op_name, _graph.Native("broadcast", encoded, ps_id, root_rank=root_rank))[0]
 
     def grad(dy):
         reduced = _allreduce(dy, op=Average, ignore_name_scope=ignore_name_scope,
@@ -267,15 +255,10 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_se
     received = []
 
     def forward(x):
-        shapes = [_rows_unknown(x), tf.TensorShape([None])]
-        native = _graph.native_op("alltoall", x, _decoded(encoded), op_name, ps_id, shapes, splits=splits_tensor)
-        if native is not None:
-            output, received_splits = native
-        else:
-            inputs = [x] if splits_tensor is None else [x, splits_tensor]
-            output, received_splits = _graph.run(
-                lambda v, s=None: _eager.alltoall(v, s, encoded, ps_id), inputs, [x.dtype, tf.int32], shapes,
-                op_name)
+        inputs = [x] if splits_tensor is None else [x, splits_tensor]
+        output, received_splits = _graph.run(
+            lambda v, s=None: _eager.alltoall(v, s, encoded, ps_id), inputs, [x.dtype, tf.int32],
+            [_rows_unknown(x), tf.TensorShape([None])], op_name, _graph.Native("alltoall", encoded, ps_id))
         received.append(received_splits)
         return output
 
@@ -298,14 +281,13 @@ def _reducescatter(tensor, name=None, op=Sum, ignore_name_scope=False, process_s
     tensor, ps_id, op_name, encoded = _start("HorovodReducescatter", tensor, name, ignore_name_scope, process_set)
     check_reduce_op(op)
 
+    native = _graph.Native("reducescatter", encoded, ps_id, reduce_op=op, prescale=prescale_factor,
+                           postscale=postscale_factor)
+
     def forward(x):
-        native = _graph.native_op("reducescatter", x, _decoded(encoded), op_name, ps_id, [_rows_unknown(x)],
-                                  reduce_op=op, prescale=prescale_factor, postscale=postscale_factor)
-        if native is not None:
-            return native[0]
         return _graph.run(
             lambda v: _eager.reducescatter_many([v], [encoded], op, prescale_factor, postscale_factor, ps_id),
-            [x], [x.dtype], [_rows_unknown(x)], op_name)[0]
+            [x], [x.dtype], [_rows_unknown(x)], op_name, native)[0]
 
     def grad(dy):
         ps = _temp_process_set_object(ps_id)
