@@ -103,33 +103,19 @@ def allgather_object(obj: Any, name: str = "elastic.gather") -> List[Any]:
     return objects
 
 
-class KerasState(ObjectState):
-    """State of a Keras model and its optimizer, and any other picklable keyword arguments
-    (exposed as attributes: state.epoch, state.batch, ...).
+class VariablesState(ObjectState):
+    """State of a list of variables (whatever _variables() returns: Keras variables of any
+    backend, tf.Variable) and any other picklable keyword arguments, exposed as attributes.
+    Values cross as numpy arrays: commit() copies them to host memory, restore() assigns them
+    back, sync() broadcasts rank 0's."""
 
-    Args:
-        model: a built Keras model (ValueError otherwise, as Horovod's).
-        optimizer: its optimizer (default: model.optimizer); built here on the model's trainable
-            variables if it is not yet, so its variables exist from the first commit on.
-        backend: accepted for Horovod's signature (Keras 3 has no sessions).
-    """
-
-    def __init__(self, model, optimizer=None, backend=None, **kwargs):
-        if not getattr(model, "built", True):
-            raise ValueError("Model must be built first. Run `model.build(input_shape)`.")
-        self.model = model
-        self.optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
-        if self.optimizer is None:
-            raise ValueError("KerasState needs an optimizer: pass optimizer= or compile the model first")
-        if not getattr(self.optimizer, "built", True):
-            self.optimizer.build(model.trainable_variables)
-        self.backend = backend
+    def __init__(self, **kwargs):
         self._save_model()
         super().__init__(bcast_object=lambda obj: broadcast_object(obj, 0, "elastic.state"), get_rank=basics.rank,
                          **kwargs)
 
     def _variables(self) -> List[Any]:
-        return list(self.model.variables) + optimizer_variables(self.optimizer)
+        raise NotImplementedError()
 
     def save(self) -> None:
         self._save_model()
@@ -153,10 +139,37 @@ class KerasState(ObjectState):
     def _load_model(self) -> None:
         variables = self._variables()
         if len(variables) != len(self._saved):
-            raise RuntimeError(f"the model and optimizer have {len(variables)} variables, the last commit "
+            raise RuntimeError(f"the state holds {len(variables)} variables, the last commit "
                                f"{len(self._saved)}: variables were added after the state was made")
         for variable, value in zip(variables, self._saved):
             variable.assign(value)
+
+
+class KerasState(VariablesState):
+    """State of a Keras model and its optimizer, and any other picklable keyword arguments
+    (exposed as attributes: state.epoch, state.batch, ...).
+
+    Args:
+        model: a built Keras model (ValueError otherwise, as Horovod's).
+        optimizer: its optimizer (default: model.optimizer); built here on the model's trainable
+            variables if it is not yet, so its variables exist from the first commit on.
+        backend: accepted for Horovod's signature (Keras 3 has no sessions).
+    """
+
+    def __init__(self, model, optimizer=None, backend=None, **kwargs):
+        if not getattr(model, "built", True):
+            raise ValueError("Model must be built first. Run `model.build(input_shape)`.")
+        self.model = model
+        self.optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
+        if self.optimizer is None:
+            raise ValueError("KerasState needs an optimizer: pass optimizer= or compile the model first")
+        if not getattr(self.optimizer, "built", True):
+            self.optimizer.build(model.trainable_variables)
+        self.backend = backend
+        super().__init__(**kwargs)
+
+    def _variables(self) -> List[Any]:
+        return list(self.model.variables) + optimizer_variables(self.optimizer)
 
 
 class CommitStateCallback(keras.callbacks.Callback):
@@ -224,5 +237,5 @@ class UpdateEpochStateCallback(keras.callbacks.Callback):
         self.state.epoch = self.initial_epoch + (epoch - first) + 1
 
 
-__all__ = ["CommitStateCallback", "HorovodInternalError", "HostsUpdatedInterrupt", "KerasState",
+__all__ = ["CommitStateCallback", "HorovodInternalError", "HostsUpdatedInterrupt", "KerasState", "VariablesState",
            "UpdateBatchStateCallback", "UpdateEpochStateCallback", "run"]

@@ -24,15 +24,12 @@ at a commit; both reset the runtime into the driver's next round and sync from r
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import List
 
 import tensorflow as tf
 
-from korovod.common import basics
-from korovod.common.elastic import ObjectState
 from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 from korovod.keras import elastic as _keras_elastic
-from korovod.tensorflow.functions import allgather_object, broadcast_object, broadcast_variables
 
 run = _keras_elastic.run
 
@@ -52,11 +49,7 @@ class TensorFlowKerasState(_keras_elastic.KerasState):
         super().__init__(model, optimizer=optimizer, backend=backend, **kwargs)
 
 
-def _bcast_object(obj: Any) -> Any:
-    return broadcast_object(obj, root_rank=0, name="elastic.state")
-
-
-class TensorFlowState(ObjectState):
+class TensorFlowState(_keras_elastic.VariablesState):
     """State of a list of tf.Variable (Horovod requires it: TF2 has no global variables to default
     to) and any other picklable keyword arguments."""
 
@@ -69,28 +62,10 @@ class TensorFlowState(ObjectState):
             raise ValueError("TensorFlowState needs the variables to track (TensorFlow 2 has no global "
                              "variables to default to)")
         self.variables: List[tf.Variable] = list(variables)
-        self._save_model()
-        super().__init__(bcast_object=_bcast_object, get_rank=basics.rank, **kwargs)
+        super().__init__(**kwargs)
 
-    def save(self) -> None:
-        self._save_model()
-        super().save()
-
-    def restore(self) -> None:
-        for variable, value in zip(self.variables, self._values):
-            variable.assign(value)
-        super().restore()
-
-    def sync(self) -> None:
-        broadcast_variables(self.variables, root_rank=0)
-        self._save_model()
-        super().sync()
-
-    def any_rank(self, flag: bool) -> bool:
-        return any(allgather_object(bool(flag), name="elastic.any_rank"))
-
-    def _save_model(self) -> None:
-        self._values = [variable.numpy() for variable in self.variables]
+    def _variables(self) -> List[tf.Variable]:
+        return self.variables
 
 
 __all__ = ["HorovodInternalError", "HostsUpdatedInterrupt", "TensorFlowKerasState", "TensorFlowState", "run"]
