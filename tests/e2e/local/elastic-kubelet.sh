@@ -94,7 +94,7 @@ kubelet_says() { grep -Eq -- "$1" "$TEST_DIR/kubelet.log"; }
 ready_workers() { [[ $(k -n "$ns" get mpijob "$job" -o jsonpath='{.status.readyWorkers}') == "$1" ]]; }
 has_event() {
   k -n "$ns" get events --field-selector "involvedObject.name=$job,reason=WorkersChanged" \
-    -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -qxF -- "$1"
+    -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -xF -- "$1" >/dev/null
 }
 finished() {
   status=$(k -n "$ns" get mpijob "$job" -o jsonpath='{range .status.conditions[?(@.status=="True")]}{.type}{" "}{end}')

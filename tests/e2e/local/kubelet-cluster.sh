@@ -142,7 +142,7 @@ if [[ -n $chart_rbac ]]; then
   # (garbage collector) and the operator keeps running without a single refused request.
   k -n "$ns" delete mpijob pi --wait=true --timeout=60s >/dev/null || fail "kubectl delete mpijob pi"
   kill -0 "${pids[0]}" 2>/dev/null || { cat "$TEST_DIR/operator.log"; fail "korovod-operator exited"; }
-  k -n "$release_ns" get lease -o name | grep -q . || fail "no leader-election Lease in $release_ns"
+  k -n "$release_ns" get lease -o name | grep . >/dev/null || fail "no leader-election Lease in $release_ns"
   if grep -Eiq '\b403\b|forbidden' "$TEST_DIR/operator.log"; then
     grep -Ei '\b403\b|forbidden' "$TEST_DIR/operator.log" | head -20
     fail "korovod-operator was refused requests under the chart's RBAC ($chart_rbac)"

@@ -19,8 +19,8 @@ processes_of_run() {
   for pid in /proc/[0-9]*; do
     pid=${pid#/proc/}
     [[ $pid == "$$" ]] && continue
-    { if tr '\0' '\n' <"/proc/$pid/environ" | grep -qxF "KOROVOD_LOCAL_RUN=$work" ||
-         tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$work/"; then
+    { if tr '\0' '\n' <"/proc/$pid/environ" | grep -xF "KOROVOD_LOCAL_RUN=$work" >/dev/null ||
+         tr '\0' ' ' <"/proc/$pid/cmdline" | grep -F "$work/" >/dev/null; then
         echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline")"
       fi; } 2>/dev/null
   done
