@@ -10,10 +10,12 @@ KOROVOD_GPU_TEST_PLANE says which one runs.
 
 import os
 
+import numpy as np
 import pytest
 import torch
 
 import korovod.torch as hvd
+from adasum_reference import gpu_adasum
 from ops_helpers import (ALL_DTYPES, FLOAT_DTYPES, REDUCE_OPS, check_on_all_ranks, check_results, dtype_id,
                          raises_on_all_ranks, rank_input, reference_reduce, require_ranks, wide)
 
@@ -158,6 +160,25 @@ def test_autograd_through_gpu_collectives():
     check_results([("allreduce gradient", allreduce_grad.cpu(), torch.full((3, 2), float(size))),
                    ("allgather gradient", x.grad.cpu(), torch.full((3, 2), 2.0)),
                    ("allgather output", z.cpu(), torch.cat([torch.full((3, 2), 2.0 * (r + 1)) for r in range(size)]))])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64], ids=dtype_id)
+def test_adasum_sums_each_hosts_ranks_then_combines_the_hosts(dtype):
+    """Horovod's GPU Adasum (its NCCL build): the ranks of a host summed, the hosts combined by
+    Adasum; the tensors go through host memory and come back to the GPU."""
+    size, rank = hvd.size(), hvd.rank()
+    vectors = [np.random.default_rng(40 + r).normal(0.2, 1.0, 1001) for r in range(size)]
+    held = [torch.from_numpy(v).to(dtype).double().numpy() for v in vectors]  # what dtype keeps
+    mine = torch.from_numpy(vectors[rank]).to(dtype).to(gpu())
+    name = f"gpu.adasum.{dtype_id(dtype)}"
+    if size & (size - 1):
+        text = raises_on_all_ranks(RuntimeError, lambda: hvd.allreduce(mine, op=hvd.Adasum, name=name))
+        check_on_all_ranks("power-of-2 number of ranks" in text, lambda: text)
+        return
+    result = hvd.allreduce(mine, op=hvd.Adasum, name=name)
+    check_devices(("Adasum output", result))
+    expected = torch.from_numpy(gpu_adasum(held, hvd.local_size()))
+    check_results([("Adasum", result.double().cpu(), expected)], dtype)
 
 
 def test_distributed_optimizer_on_a_cuda_model():

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 import korovod.tensorflow as hvd
+from adasum_reference import adasum_tree
 from tf_helpers import (ALL_DTYPES, FLOAT_DTYPES, MODES, NUMERIC_DTYPES, REDUCE_OPS, check_on_all_ranks,
                         check_results, rank_tensor, rank_values, reference_reduce, require_ranks, run)
 
@@ -236,18 +237,6 @@ def test_unsupported_dtype_and_op_are_value_errors():
         hvd.allreduce(tf.constant([1 + 2j]))
     with pytest.raises(ValueError, match="unknown reduction op"):
         hvd.allreduce(tf.ones([2]), op=17)
-
-
-def adasum_tree(vectors):
-    """Horovod's pairwise tree: ranks (0, 1), (2, 3), ..., then those pairs, up to one vector."""
-    v = [np.asarray(x, np.float64).ravel() for x in vectors]
-    while len(v) > 1:
-        pairs = []
-        for a, b in zip(v[0::2], v[1::2]):
-            dot, aa, bb = a @ b, a @ a, b @ b
-            pairs.append((1 - dot / (2 * aa) if aa > 0 else 1) * a + (1 - dot / (2 * bb) if bb > 0 else 1) * b)
-        v = pairs
-    return v[0]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -3,30 +3,13 @@ the same pairwise tree, Horovod's defining cases (orthogonal vectors add, parall
 its errors, and DistributedOptimizer(op=Adasum), Horovod's delta optimizer. Under -np 3 (not a
 power of 2) only the refusal runs: Adasum needs a power-of-2 number of ranks, as in Horovod."""
 
-from typing import List
-
 import numpy as np
 import pytest
 import torch
 
 import korovod.torch as hvd
+from adasum_reference import adasum_tree
 from ops_helpers import check_on_all_ranks, raises_on_all_ranks, require_ranks
-
-
-def adasum_pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    dot, aa, bb = float(a @ b), float(a @ a), float(b @ b)
-    tiny = np.sqrt(np.finfo(np.float64).tiny)
-    ka = 1 - dot / (2 * aa) if aa >= tiny else 1.0
-    kb = 1 - dot / (2 * bb) if bb >= tiny else 1.0
-    return ka * a + kb * b
-
-
-def adasum_tree(vectors: List[np.ndarray]) -> np.ndarray:
-    """Ranks (0, 1), (2, 3), ..., then those pairs, and so on up to one vector."""
-    v = [x.astype(np.float64).ravel() for x in vectors]
-    while len(v) > 1:
-        v = [adasum_pair(v[i], v[i + 1]) for i in range(0, len(v), 2)]
-    return v[0]
 
 
 def rank_vector(rank: int, n: int, seed: int) -> np.ndarray:

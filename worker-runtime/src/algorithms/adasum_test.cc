@@ -8,6 +8,7 @@
 #include <functional>
 #include <random>
 
+#include "algorithms/testing/adasum_reference.h"
 #include "core/testing/test_ranks.h"
 #include "korovod/runtime.h"
 #include "transport/fake/fake_ranks.h"
@@ -19,30 +20,8 @@ namespace {
 using testing::fast_config;
 using testing::make_fake_runtime;
 using testing::run_ranks;
-using Vec = std::vector<double>;
-
-Vec adasum_pair(const Vec& a, const Vec& b) {
-  double dot = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    dot += a[i] * b[i];
-    aa += a[i] * a[i];
-    bb += b[i] * b[i];
-  }
-  const double tiny = std::sqrt(DBL_MIN);
-  const double ka = aa >= tiny ? 1 - dot / (2 * aa) : 1, kb = bb >= tiny ? 1 - dot / (2 * bb) : 1;
-  Vec out(a.size());
-  for (size_t i = 0; i < a.size(); ++i) out[i] = ka * a[i] + kb * b[i];
-  return out;
-}
-
-Vec reference(std::vector<Vec> v) {
-  while (v.size() > 1) {
-    std::vector<Vec> up;
-    for (size_t i = 0; i < v.size(); i += 2) up.push_back(adasum_pair(v[i], v[i + 1]));
-    v = std::move(up);
-  }
-  return v[0];
-}
+using adasumtest::Vec;
+using adasumtest::tree;
 
 // Rank r's tensor t: fixed pseudo-random values, so every thread can rebuild any rank's input.
 Vec input(int rank, size_t tensor, int64_t n) {
@@ -76,7 +55,7 @@ TEST(Adasum, MatchesThePairwiseTreeOnEverySizeFusedAndAlone) {
     for (size_t t = 0; t < lengths.size(); ++t) {
       std::vector<Vec> per_rank;
       for (int r = 0; r < n; ++r) per_rank.push_back(input(r, t, lengths[t]));
-      expect.push_back(reference(per_rank));
+      expect.push_back(tree(per_rank));
     }
     std::vector<std::vector<Vec>> got(static_cast<size_t>(n)), alones(static_cast<size_t>(n));
     on_ranks(n, [&](int rank, Runtime& rt) {

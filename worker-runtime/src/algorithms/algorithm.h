@@ -29,6 +29,15 @@ struct OpEntry {
   OpOutput result;  // filled by the algorithm
 };
 
+// Where this rank's process set lies on the hosts, for an algorithm that reduces within each
+// host first (Adasum of GPU tensors, as Horovod's NCCL build computes it).
+struct SetLayout {
+  bool global = false;       // the global process set (whose ranks are the world's)
+  int local_size = 1;        // ranks on this rank's host
+  bool homogeneous = true;   // every host runs local_size ranks
+  bool contiguous = true;    // rank == cross_rank * local_size + local_rank, for this rank
+};
+
 struct OpContext {
   Backend& backend;
   FusionBufferManager& fusion;
@@ -36,6 +45,8 @@ struct OpContext {
   HandleTable& handles;
   const Response& response;
   std::vector<OpEntry>& entries;
+  Backend* host = nullptr;  // the set's host data plane (its CPU tensors' backend); may be `backend`
+  SetLayout layout = {};
 };
 
 Status run_allreduce(OpContext& ctx);
@@ -43,7 +54,8 @@ Status run_allgather(OpContext& ctx);
 Status run_broadcast(OpContext& ctx);
 Status run_alltoall(OpContext& ctx);
 Status run_reducescatter(OpContext& ctx);
-// Allreduce with op Adasum (adasum.cc); run_allreduce hands it those responses.
+// Allreduce with op Adasum (adasum.cc); run_allreduce hands it those responses. Device tensors
+// travel to host memory and back through ctx.backend's copies and are reduced on ctx.host.
 Status run_adasum(OpContext& ctx);
 
 // Rows of dim0 each set rank receives from reducescatter (Horovod: ranks below dim0 % size get
@@ -53,9 +65,11 @@ std::vector<int64_t> reducescatter_rows(int64_t dim0, int size);
 // Helpers shared by the algorithms (algorithm_util.cc).
 Result<void*> allocate_output(OpContext& ctx, OpEntry& entry, std::vector<int64_t> shape);
 int64_t row_elements(const std::vector<int64_t>& shape);  // product of dims 1..n
-// The device's fusion buffer with at least `bytes`; when it has to be (re)allocated, `only`
-// (or every entry of the response) gets an INIT_FUSION_BUFFER timeline activity around that.
+// The response device's fusion buffer with at least `bytes`; when it has to be (re)allocated,
+// `only` (or every entry of the response) gets an INIT_FUSION_BUFFER timeline activity around it.
 std::byte* fusion_buffer(OpContext& ctx, int64_t bytes, const OpEntry* only = nullptr);
+// The same for the host's fusion buffer, whatever the response's device.
+std::byte* host_fusion_buffer(OpContext& ctx, int64_t bytes);
 std::string backend_activity(const Backend& backend, RequestType type);  // "MPI_ALLREDUCE"
 // Timeline activity spanning every tensor of the response.
 class ScopedActivity {

@@ -33,8 +33,9 @@ int64_t row_elements(const std::vector<int64_t>& shape) {
   return n;
 }
 
-std::byte* fusion_buffer(OpContext& ctx, int64_t bytes, const OpEntry* only) {
-  const int device = ctx.response.device;
+namespace {
+
+std::byte* fusion_buffer_of(OpContext& ctx, int device, int64_t bytes, const OpEntry* only) {
   if (!ctx.timeline.active() || !ctx.fusion.needs_allocation(device, bytes)) return ctx.fusion.get(device, bytes);
   auto each = [&](auto fn) {
     if (only) return fn(*only);
@@ -44,6 +45,16 @@ std::byte* fusion_buffer(OpContext& ctx, int64_t bytes, const OpEntry* only) {
   std::byte* buffer = ctx.fusion.get(device, bytes);
   each([&](const OpEntry& e) { ctx.timeline.activity_end(e.name); });
   return buffer;
+}
+
+}  // namespace
+
+std::byte* fusion_buffer(OpContext& ctx, int64_t bytes, const OpEntry* only) {
+  return fusion_buffer_of(ctx, ctx.response.device, bytes, only);
+}
+
+std::byte* host_fusion_buffer(OpContext& ctx, int64_t bytes) {
+  return fusion_buffer_of(ctx, kCpuDevice, bytes, nullptr);
 }
 
 std::string backend_activity(const Backend& backend, RequestType type) {

@@ -24,7 +24,7 @@ Engine::Engine(RuntimeOptions options)
       fusion_(config_.fusion_threshold_bytes),
       // Half the collective timeout for a ready event, so it is reported (naming the tensor)
       // before the watchdog fails the whole cycle.
-      executor_(*env_, fusion_, timeline_, handles_, log_, config_.collective_timeout_seconds / 2) {
+      executor_(*env_, fusion_, timeline_, handles_, log_, config_.collective_timeout_seconds / 2, world_) {
   log_.set_rank(world_.rank);
   for (const auto& b : backend_providers_) backend_names_.push_back(b->name());
 }

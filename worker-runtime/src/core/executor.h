@@ -18,11 +18,12 @@ class Executor {
  public:
   // ready_timeout_seconds: how long a tensor's ReadyEvent may keep the collective waiting (0 =
   // no bound; the runtime passes half of KOROVOD_COLLECTIVE_TIMEOUT_SECONDS).
-  // `env`: the time the ready-event bound is measured on and the poll sleeps in.
+  // `env`: the time the ready-event bound is measured on and the poll sleeps in. `world`: where
+  // this rank runs (the algorithms' SetLayout of the global set).
   Executor(Env& env, FusionBufferManager& fusion, Timeline& timeline, HandleTable& handles, const Logger& log,
-           double ready_timeout_seconds = 0)
+           double ready_timeout_seconds = 0, const WorldInfo& world = {})
       : env_(env), fusion_(fusion), timeline_(timeline), handles_(handles), log_(log),
-        ready_timeout_s_(ready_timeout_seconds) {}
+        ready_timeout_s_(ready_timeout_seconds), world_(world) {}
 
   // give_up_at: when the thread running the cycle must be back (a caller's timed wait; the
   // background thread passes max()). If a ready event is still not ready then, returns
@@ -50,6 +51,7 @@ class Executor {
   HandleTable& handles_;
   const Logger& log_;
   double ready_timeout_s_;
+  WorldInfo world_;
   // Per-response scratch, reused across cycles (execute() is never re-entered: callbacks that
   // wait do not run cycles on the thread that is inside one).
   std::vector<OpEntry> entries_;

@@ -78,7 +78,6 @@ std::string adasum_refusal(const Request& r, size_t set_size) {
   if (!kernels::adasum_supports(r.dtype)) {
     return fmt::format("Adasum reduces float16, bfloat16, float32 and float64 tensors, not {}.", dtype_name(r.dtype));
   }
-  if (r.device != kCpuDevice) return "Adasum of GPU tensors is not supported yet; reduce a CPU copy of the tensor.";
   if ((set_size & (set_size - 1)) != 0) {
     return fmt::format("Adasum needs a power-of-2 number of ranks, as Horovod's does; this process set has {}.",
                        set_size);

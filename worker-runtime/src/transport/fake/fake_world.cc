@@ -51,10 +51,35 @@ WorldInfo FakeTransportProvider::world() const {
   WorldInfo w;
   w.rank = rank_;
   w.size = world_->size();
-  w.local_rank = rank_;
-  w.local_size = world_->size();
-  w.cross_rank = 0;
-  w.cross_size = 1;
+  if (host_of_rank_.empty()) {
+    w.local_rank = rank_;
+    w.local_size = world_->size();
+    w.cross_rank = 0;
+    w.cross_size = 1;
+    return w;
+  }
+  // As the real transports number them: local ranks in rank order within a host, hosts in the
+  // order of their first rank.
+  const int host = host_of_rank_[static_cast<size_t>(rank_)];
+  std::vector<int> hosts_in_order, per_host;
+  for (size_t r = 0; r < host_of_rank_.size(); ++r) {
+    const int h = host_of_rank_[r];
+    const auto at = std::find(hosts_in_order.begin(), hosts_in_order.end(), h);
+    if (at == hosts_in_order.end()) {
+      hosts_in_order.push_back(h);
+      per_host.push_back(0);
+    }
+    const size_t index = static_cast<size_t>(std::find(hosts_in_order.begin(), hosts_in_order.end(), h) -
+                                             hosts_in_order.begin());
+    if (static_cast<int>(r) == rank_) w.local_rank = per_host[index];
+    ++per_host[index];
+  }
+  const size_t mine = static_cast<size_t>(std::find(hosts_in_order.begin(), hosts_in_order.end(), host) -
+                                          hosts_in_order.begin());
+  w.local_size = per_host[mine];
+  w.cross_rank = static_cast<int>(mine);
+  w.cross_size = static_cast<int>(hosts_in_order.size());
+  w.homogeneous = std::all_of(per_host.begin(), per_host.end(), [&](int n) { return n == per_host[0]; });
   return w;
 }
 

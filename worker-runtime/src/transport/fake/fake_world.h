@@ -45,7 +45,10 @@ class FakeWorld {
 
 class FakeTransportProvider final : public TransportProvider {
  public:
-  FakeTransportProvider(std::shared_ptr<FakeWorld> world, int rank) : world_(std::move(world)), rank_(rank) {}
+  // host_of_rank: the host each global rank runs on (0, 1, ...), for world()'s local and cross
+  // ranks; empty = every rank on host 0.
+  FakeTransportProvider(std::shared_ptr<FakeWorld> world, int rank, std::vector<int> host_of_rank = {})
+      : world_(std::move(world)), rank_(rank), host_of_rank_(std::move(host_of_rank)) {}
   std::string name() const override { return "FAKE"; }
   WorldInfo world() const override;
   Result<std::unique_ptr<ControlChannel>> create_control(const std::vector<int>& global_ranks,
@@ -55,6 +58,7 @@ class FakeTransportProvider final : public TransportProvider {
  private:
   std::shared_ptr<FakeWorld> world_;
   int rank_;
+  std::vector<int> host_of_rank_;
 };
 
 class FakeBackendProvider final : public BackendProvider {
