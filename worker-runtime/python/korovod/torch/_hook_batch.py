@@ -80,6 +80,22 @@ def _dtype_code(dtype) -> int:
     return code
 
 
+class TensorFields:
+    """A tensor's dtype code (None: not supported), rank, shape (as the int64 array the C call
+    reads, owned here) and whether it is on a GPU: what korovod_enqueue_many needs besides its
+    address, read once per parameter instead of once per gradient and step."""
+
+    __slots__ = ('dtype_code', 'ndim', 'dims', 'shape_address', 'is_cuda')
+
+    def __init__(self, tensor: torch.Tensor):
+        shape = tuple(tensor.shape)
+        self.dtype_code = _DTYPE_CODES.get(tensor.dtype)
+        self.ndim = len(shape)
+        self.dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+        self.shape_address = ctypes.addressof(self.dims)
+        self.is_cuda = tensor.is_cuda
+
+
 class Batches:
     """The batched allreduces of one DistributedOptimizer between two synchronize() calls."""
 
@@ -164,9 +180,20 @@ class Batches:
         # Flat arrays (array.array: the cheapest to fill), passed by address; the call copies
         # what it keeps, so they need to live only until it returns.
         keep = []
-        dtypes = array('i', [_dtype_code(w.dtype) for w in works])
-        shapes = array('Q', [_shape_address(w.shape, keep) for w in works])
-        ndims = array('i', [w.dim() for w in works])
+        if opt._compression is NoneCompressor:  # the gradients themselves: their parameters' fields
+            fields = [e[0].fields for e in entries]
+            codes = [f.dtype_code for f in fields]
+            if None in codes:
+                _dtype_code(works[codes.index(None)].dtype)  # raises, naming the dtype
+            dtypes = array('i', codes)
+            shapes = array('Q', [f.shape_address for f in fields])
+            ndims = array('i', [f.ndim for f in fields])
+            on_gpu = any(f.is_cuda for f in fields)
+        else:  # a compressor may change dtype, shape or device
+            dtypes = array('i', [_dtype_code(w.dtype) for w in works])
+            shapes = array('Q', [_shape_address(w.shape, keep) for w in works])
+            ndims = array('i', [w.dim() for w in works])
+            on_gpu = any(w.is_cuda for w in works)
         inputs = array('Q', [w.data_ptr() for w in works])
         names = array('Q', [e[0].name_address for e in entries])
         prescale, postscale = opt._scale_factors()
@@ -174,7 +201,7 @@ class Batches:
         prescales = None if prescale == 1.0 else array('d', [prescale]) * count
         postscales = None if postscale == 1.0 else array('d', [postscale]) * count
         devices = events = None
-        if any(w.is_cuda for w in works):
+        if on_gpu:
             pairs = [_native.device_and_event(rt, w) for w in works]
             devices = array('i', [d for d, _ in pairs])
             events = array('Q', [e or 0 for _, e in pairs])

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from korovod.torch._hook_batch import Batches, name_address
+from korovod.torch._hook_batch import Batches, TensorFields, name_address
 from korovod.torch.compression import Compression
 from korovod.torch.mpi_ops import (Adasum, Average, allreduce_async_, global_process_set,
                                    grouped_allreduce_async_, size, sparse_allreduce_async,
@@ -43,7 +43,7 @@ class _Slot:
     """A hooked parameter's state, which its hook reaches by attribute: a dict keyed by the
     parameter would call torch's Python-level Tensor.__hash__ several times per gradient."""
 
-    __slots__ = ('param', 'delay', 'nbytes', 'wire_name', 'name_address')
+    __slots__ = ('param', 'delay', 'nbytes', 'wire_name', 'name_address', 'fields')
 
     def __init__(self, param: torch.Tensor, delay: int, name: Optional[str]):
         self.param = param
@@ -51,6 +51,9 @@ class _Slot:
         self.nbytes = param.numel() * param.element_size()
         self.wire_name = None if name is None else b'allreduce.' + name.encode()  # as the runtime gets it
         self.name_address = name_address(self.wire_name)  # valid while wire_name lives
+        # What the C call needs of its gradient besides the address: torch keeps p.grad's dtype,
+        # shape and device those of p, so they are read once here rather than once per step.
+        self.fields = TensorFields(param)
 
 
 def _split_evenly(items: list, parts: int) -> List[list]:
