@@ -25,6 +25,10 @@ ERR_NOT_INITIALIZED = -6
 # korovod::DataType values.
 UINT8, INT8, UINT16, INT16, INT32, INT64, FLOAT16, FLOAT32, FLOAT64, BOOL, BFLOAT16 = range(11)
 
+# Seconds per wait call (korovod_wait_for, korovod_wait_all) of every binding: the GIL is released
+# during each, and Ctrl-C reaches Python between them.
+WAIT_SLICE_SECONDS = 1.0
+
 # korovod::ReduceOp values (Horovod's hvd.Average ... hvd.Product).
 AVERAGE, SUM, ADASUM, MIN, MAX, PRODUCT = 0, 1, 2, 3, 4, 5
 

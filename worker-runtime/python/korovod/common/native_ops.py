@@ -14,8 +14,7 @@ from typing import List, Optional, Sequence, Tuple
 from korovod.common import _lib
 from korovod.common.basics import NativeRuntime, error_for, last_error, state
 
-# Seconds per wait call: short enough that Ctrl-C reaches Python within a second.
-_WAIT_SLICE_SECONDS = 1.0
+_WAIT_SLICE_SECONDS = _lib.WAIT_SLICE_SECONDS
 _SHAPE_CACHE_LIMIT = 4096
 
 # DLPack type codes (dlpack.h DLDataTypeCode).

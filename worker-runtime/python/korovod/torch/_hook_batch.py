@@ -36,7 +36,7 @@ from korovod.torch.compression import NoneCompressor
 FLUSH_BYTES = 1 << 20
 FLUSH_SECONDS = 0.0005
 
-_WAIT_SLICE_SECONDS = 1.0  # Ctrl-C reaches Python within a second
+_WAIT_SLICE_SECONDS = _lib.WAIT_SLICE_SECONDS
 _clock = time.perf_counter
 _IN_PROGRESS = _lib.ERR_IN_PROGRESS
 _OP_ALLREDUCE = _lib.OP_ALLREDUCE

@@ -17,8 +17,7 @@ import torch.utils.dlpack
 from korovod.common import _lib
 from korovod.common.basics import NativeRuntime, error_for, last_error, state  # noqa: F401 (last_error: re-exported)
 
-# Seconds per wait call: short enough that Ctrl-C reaches Python within a second.
-_WAIT_SLICE_SECONDS = 1.0
+_WAIT_SLICE_SECONDS = _lib.WAIT_SLICE_SECONDS
 _IN_PROGRESS = _lib.ERR_IN_PROGRESS
 
 DTYPE_CODES = {

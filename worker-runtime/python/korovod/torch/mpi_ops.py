@@ -90,7 +90,9 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
               postscale_factor=1.0, process_set=global_process_set) -> torch.Tensor:
     """Returns `tensor` reduced over the process set (Average by default); differentiable.
     `name` keys the operation across ranks (tensor shape and dtype must match per name)."""
-    if op is None or average is not None:
+    if op is None and average is None:  # the common call: no function call for it
+        op = Average
+    elif average is not None:
         op = _resolve_op(op, average)
     if compression is NoneCompressor:
         if tensor.requires_grad and _grad_enabled():
