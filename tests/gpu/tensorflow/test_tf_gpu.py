@@ -1,7 +1,7 @@
 """korovod.tensorflow on GPU tensors (tests/gpu/run-tf-gpu-tests runs it through
 tests/python/run-pytest --framework tensorflow): every collective on tensors in GPU memory, results
-on the GPU and right, in eager mode and in tf.function, and a tape's gradients. Skipped where
-TensorFlow sees no GPU."""
+on the GPU and right, in eager mode and in tf.function, Adasum, and a tape's gradients. Skipped
+where TensorFlow sees no GPU."""
 
 import os
 
@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 import korovod.tensorflow as hvd
+from adasum_reference import gpu_adasum
 
 GPUS = tf.config.list_physical_devices("GPU")
 pytestmark = pytest.mark.skipif(not GPUS, reason="TensorFlow sees no GPU (a CUDA build of TensorFlow is needed)")
@@ -60,6 +61,21 @@ def test_allgather_broadcast_alltoall_reducescatter_on_gpu(mode):
     np.testing.assert_allclose(broadcast.numpy(), np.full([n, 3], float(n - 1)))
     np.testing.assert_allclose(exchanged.numpy(), np.arange(n, dtype=float)[:, None] * np.ones(3))
     np.testing.assert_allclose(scattered.numpy(), np.full([1, 3], float(sum(range(n)))))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_adasum_on_gpu_sums_each_hosts_ranks_then_combines_the_hosts(mode):
+    """Horovod's GPU Adasum (its NCCL build): a host's ranks summed, the hosts combined by Adasum."""
+    n, r = hvd.size(), hvd.rank()
+    if n & (n - 1):
+        pytest.skip(f"Adasum needs a power-of-2 number of ranks; this job has {n}")
+    vectors = [np.random.default_rng(40 + k).normal(0.2, 1.0, 1001) for k in range(n)]
+    with tf.device("/GPU:0"):
+        x = tf.constant(vectors[r], tf.float32)
+    result = _run(mode, lambda x: hvd.allreduce(x, op=hvd.Adasum), x)
+    assert _on_gpu(result), result.device
+    held = [np.float32(v).astype(np.float64) for v in vectors]  # what float32 keeps
+    np.testing.assert_allclose(result.numpy(), gpu_adasum(held, hvd.local_size()), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("mode", MODES)
