@@ -1,6 +1,7 @@
 // Allreduce on device tensors: every op NCCL has x every dtype NCCL has (and, staged, uint16
 // and int16) x sizes (0, 1, odd, large), in place and out of place; Horovod's scaling (folded
-// into NCCL, or applied on the staged host copy); grouped; and what NCCL cannot do.
+// into NCCL, or applied on the staged host copy); grouped; what NCCL cannot do; and Adasum
+// (through host memory, as Horovod's NCCL build: on one host, the ranks' sum).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -83,6 +84,29 @@ void check_what_nccl_cannot_do(GpuContext& g) {
   }
 }
 
+// GPU Adasum sums each host's ranks and combines the hosts by Adasum; on the one host of this
+// test that is the sum, scaled by prescale x postscale. A set whose size is not a power of 2 is
+// refused as on CPU, naming the tensor.
+void check_adasum(GpuContext& g) {
+  const int64_t n = 1001;
+  const bool power_of_2 = (g.size & (g.size - 1)) == 0;
+  for (DataType dtype : {DataType::kFloat16, DataType::kFloat32, DataType::kFloat64}) {
+    const std::string name = fmt::format("adasum.{}", dtype_name(dtype));
+    DeviceBuffer buf(static_cast<size_t>(n * element_size(dtype)));
+    TensorView t = g.upload(buf, dtype, {n}, values(n, [&](int64_t i) { return input(ReduceOp::kSum, g.rank, i); }));
+    Result<Handle> h = g.rt.allreduce(name, t, t, ReduceOp::kAdasum, 0.5, 3.0);
+    if (!power_of_2) {
+      const Status s = h.is_ok() ? g.rt.wait(*h) : h.status();
+      MPI_CHECK(g.c, !s.is_ok() && s.message().find("power-of-2") != std::string::npos, "{}: {}", name,
+                s.to_string());
+      continue;
+    }
+    if (!g.finished(name, h)) continue;
+    g.expect_values(name, dtype, g.download(t.data, dtype, n),
+                    values(n, [&](int64_t i) { return 1.5 * expected(ReduceOp::kSum, dtype, g.size, i, g.staging); }));
+  }
+}
+
 }  // namespace
 
 void check_allreduce(GpuContext& g) {
@@ -111,6 +135,7 @@ void check_allreduce_scaled_and_grouped(GpuContext& g) {
     }
   }
   check_what_nccl_cannot_do(g);
+  check_adasum(g);
 
   // Grouped: negotiated together, run one by one (device tensors are not fused).
   std::vector<std::unique_ptr<DeviceBuffer>> bufs;
