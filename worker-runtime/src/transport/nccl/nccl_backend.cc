@@ -184,7 +184,21 @@ Status NcclBackend::finish(Status enqueued) {
 
 Status NcclBackend::copy(void* dst, const void* src, int64_t bytes) {
   if (bytes <= 0 || dst == src) return Status::ok();
-  // Not collective (only the broadcast root copies), so no communicator setup here.
+  // Not collective (a broadcast root's own copy, Adasum's copies to and from host memory), so no
+  // communicator setup here. But the calling thread's current GPU must be the tensor's: on a
+  // thread that never chose one, CUDA would open a context on GPU 0 for every rank of the host.
+  int device = device_;
+  if (device < 0) {
+    for (const void* p : {static_cast<const void*>(dst), src}) {
+      cudaPointerAttributes attr{};
+      if (cudaPointerGetAttributes(&attr, p) == cudaSuccess && attr.type == cudaMemoryTypeDevice) {
+        device = attr.device;
+        break;
+      }
+    }
+    cudaGetLastError();  // a failed attribute query must not linger as the sticky last error
+  }
+  if (device >= 0) KOROVOD_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device), fmt::format("cudaSetDevice({})", device)));
   return cuda_status(cudaMemcpy(dst, src, static_cast<size_t>(bytes), cudaMemcpyDefault), "cudaMemcpy");
 }
 
