@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 _REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # helpers every framework's tests share (adasum_reference)
+# Helpers every framework's tests share (adasum_reference), in a folder of their own: this folder
+# holds torch/ and tensorflow/, which sys.path should not offer as the frameworks' names.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "shared"))
 
 # Configuration the runtime reads at init, set before any test can initialize it. Horovod's
 # test_torch.py sets the first two the same way.
