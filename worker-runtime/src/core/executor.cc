@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -24,16 +23,6 @@ Status dispatch(OpContext& ctx) {
     case ResponseType::kReducescatter: return run_reducescatter(ctx);
     default: return Status::invalid_argument("unsupported response type");
   }
-}
-
-// The global process set's ranks are the world's; the others have no host layout.
-SetLayout set_layout(int set_id, const WorldInfo& w) {
-  SetLayout l;
-  l.global = set_id == kGlobalProcessSet;
-  l.local_size = std::max(w.local_size, 1);
-  l.homogeneous = w.homogeneous;
-  l.contiguous = w.rank == w.cross_rank * w.local_size + w.local_rank;
-  return l;
 }
 
 }  // namespace
@@ -86,8 +75,8 @@ Status Executor::run_collective(ProcessSet& set, const Response& response, std::
     complete_all(entries, ready);
     return ready;  // this rank cannot take part: the others would wait for it, so stop the engine
   }
-  OpContext ctx{*backend, fusion_, timeline_, handles_, response, entries, set.backend_for(kCpuDevice),
-                set_layout(set.id, world_)};
+  OpContext ctx{*backend, fusion_, timeline_, handles_, response, entries, set.host_plane, layout_};
+  ctx.layout.global = set.id == kGlobalProcessSet;  // the global set's ranks are the world's
   Status status = dispatch(ctx);
   if (traced) {
     for (size_t i = 0; i < entries.size(); ++i) {

@@ -23,7 +23,7 @@ class Executor {
   Executor(Env& env, FusionBufferManager& fusion, Timeline& timeline, HandleTable& handles, const Logger& log,
            double ready_timeout_seconds = 0, const WorldInfo& world = {})
       : env_(env), fusion_(fusion), timeline_(timeline), handles_(handles), log_(log),
-        ready_timeout_s_(ready_timeout_seconds), world_(world) {}
+        ready_timeout_s_(ready_timeout_seconds), layout_(layout_of(world)) {}
 
   // give_up_at: when the thread running the cycle must be back (a caller's timed wait; the
   // background thread passes max()). If a ready event is still not ready then, returns
@@ -43,6 +43,13 @@ class Executor {
   void complete_all(std::vector<OpEntry>& entries, const Status& status);
   Status run_collective(ProcessSet& set, const Response& response, std::vector<OpEntry>& entries,
                         std::chrono::steady_clock::time_point give_up_at);
+  static SetLayout layout_of(const WorldInfo& w) {
+    SetLayout l;
+    l.local_size = w.local_size > 0 ? w.local_size : 1;
+    l.homogeneous = w.homogeneous;
+    l.contiguous = w.rank == w.cross_rank * w.local_size + w.local_rank;
+    return l;
+  }
   Status wait_until_ready(const std::vector<OpEntry>& entries, std::chrono::steady_clock::time_point give_up_at);
 
   Env& env_;
@@ -51,7 +58,7 @@ class Executor {
   HandleTable& handles_;
   const Logger& log_;
   double ready_timeout_s_;
-  WorldInfo world_;
+  SetLayout layout_;  // this rank's place on the hosts (`global` set per response)
   // Per-response scratch, reused across cycles (execute() is never re-entered: callbacks that
   // wait do not run cycles on the thread that is inside one).
   std::vector<OpEntry> entries_;

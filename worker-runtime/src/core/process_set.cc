@@ -92,12 +92,13 @@ Result<std::shared_ptr<ProcessSet>> create_process_set(int id, std::vector<int> 
     set->backends.push_back(std::move(backend).value());
   }
   // A device plane that stages through host memory runs on the set's own host plane.
-  if (Backend* host = set->backend_for(kCpuDevice)) {
+  set->host_plane = set->backend_for(kCpuDevice);
+  if (Backend* host = set->host_plane) {
     for (const auto& b : set->backends) {
       if (b.get() != host) b->attach_host_plane(*host);
     }
   }
-  if (Backend* cpu = set->backend_for(kCpuDevice); cpu != nullptr && cpu->bits_allreduce_words() > 0) {
+  if (Backend* cpu = set->host_plane; cpu != nullptr && cpu->bits_allreduce_words() > 0) {
     set->control = std::make_unique<DataPlaneControl>(std::move(set->control), *cpu);
     set->control_on_data_plane = true;
   }

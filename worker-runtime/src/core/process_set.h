@@ -29,6 +29,7 @@ struct ProcessSet {
   // cycle of this set notices a dead or stuck peer by itself.
   bool control_on_data_plane = false;
   std::vector<std::unique_ptr<Backend>> backends;
+  Backend* host_plane = nullptr;  // backend_for(kCpuDevice), found once at creation
   std::unique_ptr<Negotiator> negotiator;
   TensorQueue queue;
   std::atomic<int32_t> next_group_id{0};
