@@ -11,6 +11,7 @@ ends the whole mpirun job.
 """
 
 import faulthandler
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -31,6 +32,11 @@ os.environ.setdefault("KOROVOD_COLLECTIVE_TIMEOUT_SECONDS", "30")
 os.environ.setdefault("KOROVOD_STALL_CHECK_TIME_SECONDS", "10")
 # Not shorter: under load, one rank's torch.compile can finish a minute after another's.
 os.environ.setdefault("KOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "120")
+# torch.compile's kernels cache, one per Python environment: inductor's default is one folder per
+# user in /tmp, where a kernel another venv of the same torch built failed to load in this one
+# ("undefined symbol: Sleef_tanhd8_u10", a cold CI run after warm ones).
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(
+    Path.home() / ".cache" / "korovod" / "torchinductor" / hashlib.sha256(sys.prefix.encode()).hexdigest()[:16]))
 
 
 def _use_source_tree_when_not_installed() -> None:
