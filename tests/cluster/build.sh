@@ -2,10 +2,14 @@
 # Builds the test control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
 # kubectl) from the official Go modules pinned in go.mod, into a cache directory outside the
 # repository keyed by those versions, so a warm machine rebuilds nothing.
-# usage: tests/cluster/build.sh        prints the bin directory on its last line
+# usage: tests/cluster/build.sh [--node]   prints the bin directory on its last line
+#   --node  also the kubelet (same module and versions) and CoreDNS (tests/cluster/coredns, its
+#           own module, cached by its version and go.sum) for `testcluster up --node`
 set -euo pipefail
+node=0
 case ${1:-} in
-  -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  --node) node=1 ;;
   "") ;;
   *) echo "build.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 esac
@@ -16,8 +20,25 @@ key="k8s-${k8s}-etcd-${etcd}-$(sha256sum "$here/go.sum" | cut -c1-12)"
 cache=${KOROVOD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/korovod}
 bin="$cache/$key/bin"
 tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
+((node)) && tools+=(kubelet coredns)
+# CoreDNS: its own module (its plugins' dependencies stay out of the control plane's go.mod) with
+# the control plane's client-go, so the build cache serves both; cached by its version and
+# go.sum, and linked into $bin.
+if ((node)); then
+  cdir=$here/coredns
+  cver=$(awk '($1 == "github.com/coredns/coredns") {print $2; exit}
+              ($1 == "require" && $2 == "github.com/coredns/coredns") {print $3; exit}' "$cdir/go.mod")
+  [[ -n $cver ]] || { echo "build.sh: no github.com/coredns/coredns version in $cdir/go.mod" >&2; exit 1; }
+  cbin="$cache/coredns-${cver}-$(cat "$cdir/go.sum" "$cdir/main.go" | sha256sum | cut -c1-12)/bin"
+fi
 missing=()
-for t in "${tools[@]}"; do [[ -x "$bin/$t" ]] || missing+=("$t"); done
+for t in "${tools[@]}"; do
+  if [[ $t == coredns ]]; then
+    [[ -x $cbin/coredns && $(readlink "$bin/coredns" 2>/dev/null) == "$cbin/coredns" ]] || missing+=(coredns)
+  else
+    [[ -x "$bin/$t" ]] || missing+=("$t")
+  fi
+done
 if ((${#missing[@]} == 0)); then
   echo "control plane: cached in $bin" >&2
   echo "$bin"; exit 0
@@ -25,6 +46,18 @@ fi
 mkdir -p "$bin"
 cd "$here"
 for t in "${missing[@]}"; do
+  if [[ $t == coredns ]]; then
+    if [[ ! -x $cbin/coredns ]]; then
+      echo "control plane: building coredns ($cver, the plugins in tests/cluster/coredns/main.go); a few minutes cold" >&2
+      start=$SECONDS
+      mkdir -p "$cbin"
+      (cd "$cdir" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$cbin/coredns.tmp" .)
+      mv "$cbin/coredns.tmp" "$cbin/coredns"
+      echo "control plane: built coredns in $((SECONDS - start))s" >&2
+    fi
+    ln -sfn "$cbin/coredns" "$bin/coredns"
+    continue
+  fi
   case $t in
     etcd) pkg=./cmd/etcd ;;
     kubectl) pkg=k8s.io/kubernetes/cmd/kubectl ;;
