@@ -39,6 +39,20 @@ LaunchSpec container_launch(const kube::Object& pod, const kube::Object& contain
   return spec;
 }
 
+LaunchSpec image_launch(const kube::Object& pod, const kube::Object& container,
+                        const EnvList& container_env, const std::vector<Mount>& mounts,
+                        const LaunchDefaults& defaults) {
+  LaunchSpec spec;
+  for (const auto& a : field(container, "command")) spec.command.push_back(a);
+  for (const auto& a : field(container, "args")) spec.command.push_back(a);
+  spec.hostname = field(pod, "spec").value("hostname", kube::name_of(pod));
+  for (const auto& [k, v] : defaults.extra_env) set_env(spec.env, k, v);
+  for (const auto& [k, v] : container_env) set_env(spec.env, k, v);
+  spec.working_dir = container.value("workingDir", "");
+  spec.mounts = mounts;
+  return spec;
+}
+
 std::vector<std::string> build_tree_python_path(const fs::path& bin_dir) {
   const fs::path python_dir = bin_dir.parent_path() / "python";
   std::error_code ec;

@@ -26,6 +26,14 @@ LaunchSpec container_launch(const kube::Object& pod, const kube::Object& contain
                             const EnvList& container_env, const std::vector<Mount>& mounts,
                             const std::filesystem::path& pod_dir, const LaunchDefaults& defaults);
 
+// A container run from its image (pods as docker containers): command + args as given, empty
+// when the image's ENTRYPOINT/CMD run (docker_run.h applies Kubernetes' rules over the image);
+// env is defaults.extra_env then the container's env, and nothing of the host's (no PATH, HOME
+// or PYTHONPATH: the image has its own); workingDir, else "" (the image's); mounts; hostname.
+LaunchSpec image_launch(const kube::Object& pod, const kube::Object& container,
+                        const EnvList& container_env, const std::vector<Mount>& mounts,
+                        const LaunchDefaults& defaults);
+
 // The directory the build tree keeps its Python package in, <bin_dir>/../python (build/python
 // next to build/bin), as a one-entry list when it holds the korovod package; else empty. With it
 // on PYTHONPATH, `import korovod.torch` works in local pods as it does in the worker image.

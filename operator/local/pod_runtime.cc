@@ -5,6 +5,7 @@
 #include <set>
 
 #include "kube/object_meta.h"
+#include "local/docker_container.h"
 #include "local/rsh_agent.h"
 
 namespace local {
@@ -107,6 +108,7 @@ void PodRuntime::sync_once() {
       continue;
     }
     step_containers(it->second);
+    if (docker()) learn_pod_ip(it->second);
     report(it->second);
     refresh_pod_volumes(it->second);
   }
@@ -118,7 +120,21 @@ void PodRuntime::refresh_pod_volumes(Pod& pod) {
   if (now < pod.next_volume_refresh) return;
   pod.next_volume_refresh = now + options_.volume_refresh;
   const std::string ns = kube::namespace_of(pod.object);
-  refresh_volumes(pod.object, client_env_sources(client_, ns), pod_dir(ns, kube::name_of(pod.object)));
+  const fs::path dir = pod_dir(ns, kube::name_of(pod.object));
+  refresh_volumes(pod.object, client_env_sources(client_, ns), dir);
+  if (docker()) apply_volume_ownership(pod.object, dir, /*refresh=*/true);
+}
+
+void PodRuntime::learn_pod_ip(Pod& pod) {
+  if (pod.pod_ip_known) return;
+  for (const auto& c : pod.containers) {
+    if (c.state.state != State::Running || c.docker_name.empty()) continue;
+    const std::string ip = docker_container_ip(launcher_, options_.docker, c.docker_name);
+    if (ip.empty()) continue;
+    pod.run.pod_ip = ip;
+    pod.pod_ip_known = true;
+    return;
+  }
 }
 
 void PodRuntime::start_pod(const kube::Object& obj) {
@@ -129,6 +145,7 @@ void PodRuntime::start_pod(const kube::Object& obj) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   pod.run.start_time = clock_.now();
+  if (docker()) pod.run.pod_ip.clear();  // until the container has one
   for (const auto& c : field(field(obj, "spec"), "containers")) {
     Container container;
     container.spec = c;
@@ -141,14 +158,16 @@ void PodRuntime::start_pod(const kube::Object& obj) {
     const auto volumes = materialize_volumes(obj, sources, dir);
     for (auto& c : pod.containers) {
       const EnvList env = resolve_container_env(obj, c.spec, sources);
-      c.launch = container_launch(obj, c.spec, env, container_mounts(c.spec, volumes), dir,
-                                  options_.defaults);
+      const auto mounts = container_mounts(c.spec, volumes);
+      c.launch = docker() ? image_launch(obj, c.spec, env, mounts, options_.defaults)
+                          : container_launch(obj, c.spec, env, mounts, dir, options_.defaults);
       if (options_.adjust) options_.adjust(obj, c.spec, c.launch);
     }
     if (options_.isolation == Isolation::Bwrap) {
       for (const auto& c : pod.containers) make_mount_points(c.launch.mounts);
     }
-    if (!pod.containers.empty()) {
+    if (docker()) apply_volume_ownership(obj, dir, /*refresh=*/false);
+    if (!pod.containers.empty() && !docker()) {
       write_pod_context(dir, pod.containers[0].launch, options_.isolation, options_.bwrap_path);
     }
     for (auto& c : pod.containers) start_container(pod, c);
@@ -166,7 +185,7 @@ void PodRuntime::start_container(const Pod& pod, Container& c) {
     if (log) log(pod_name, name, line);
   };
   try {
-    c.process = launcher_.start(sandboxed(c.launch, options_.isolation, options_.bwrap_path), sink);
+    c.process = launch(pod, c, sink);
     c.state.state = State::Running;
     c.state.reason.clear();
     c.state.message.clear();
@@ -180,6 +199,14 @@ void PodRuntime::start_container(const Pod& pod, Container& c) {
     c.state.finished_at = clock_.now();
     sink(std::string("korovod: cannot start: ") + e.what());
   }
+}
+
+std::unique_ptr<LaunchedProcess> PodRuntime::launch(const Pod& pod, Container& c, LineSink sink) {
+  if (!docker()) return launcher_.start(sandboxed(c.launch, options_.isolation, options_.bwrap_path), sink);
+  const std::string name = kube::name_of(pod.object);
+  c.docker_name = docker_container_name(options_.docker, name, c.state.name, ++c.docker_serial);
+  return start_docker_container(launcher_, options_.docker, pod.object, c.spec, c.launch, c.docker_name,
+                                pod_dir(kube::namespace_of(pod.object), name), std::move(sink));
 }
 
 std::chrono::milliseconds restart_backoff(int restarts, std::chrono::milliseconds base,
@@ -217,6 +244,7 @@ void PodRuntime::step_containers(Pod& pod) {
                now >= c.restart_at) {
         ++c.state.restart_count;
         c.restart_at = {};
+        pod.pod_ip_known = false;  // a new container may get another address
         start_container(pod, c);
         if (options_.on_restart) options_.on_restart(kube::name_of(pod.object), c.state.name, c.state.restart_count);
     }
@@ -243,7 +271,7 @@ void PodRuntime::stop_pod(Pod& pod) {
   int64_t grace_s = field(pod.object, "spec").value("terminationGracePeriodSeconds", int64_t(30));
   auto grace = std::min<std::chrono::milliseconds>(std::chrono::seconds(grace_s), options_.max_grace);
   const std::string ns = kube::namespace_of(pod.object), name = kube::name_of(pod.object);
-  if (!name.empty()) {
+  if (!name.empty() && !docker()) {
     // No korovod-rsh gets into a stopped pod (it waits for a replacement's context instead, as
     // ssh retries a host whose sshd is gone); then what it started there stops.
     std::error_code ec;

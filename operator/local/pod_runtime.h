@@ -8,6 +8,10 @@
 // pod's process groups — and what korovod-rsh started in the pod (rsh_agent.h) — (SIGTERM,
 // grace, SIGKILL) when the pod is deleted. Containers are started with the ProcessLauncher it is
 // given (HostProcessLauncher in production) and waited for on its kube::Clock.
+// With Isolation::Docker each container is a docker container of its image instead
+// (docker_container.h: started, signalled and removed through the same launcher), the pod's
+// volumes get a kubelet's ownership for the container's user (apply_volume_ownership), and
+// podIP is the container's address on the job's network (docker inspect).
 // Init containers are not run (documented in README.md).
 #pragma once
 
@@ -20,6 +24,7 @@
 #include "kube/client.h"
 #include "kube/clock.h"
 #include "kube/mutex.h"
+#include "local/docker_run.h"
 #include "local/pod_launch.h"
 #include "local/pod_status.h"
 #include "local/process_launcher.h"
@@ -31,6 +36,7 @@ struct RuntimeOptions {
   std::string node_name;  // "": serve every pod; else only pods bound to this node
   Isolation isolation = Isolation::Bwrap;
   std::string bwrap_path = "/usr/bin/bwrap";
+  DockerOptions docker;  // with Isolation::Docker
   LaunchDefaults defaults;
   std::chrono::milliseconds poll_interval{100};
   std::chrono::milliseconds max_grace{5000};  // cap on terminationGracePeriodSeconds
@@ -70,6 +76,8 @@ class PodRuntime {
     std::unique_ptr<LaunchedProcess> process;
     std::chrono::steady_clock::time_point restart_at{};
     ContainerRunState state;
+    std::string docker_name;  // Isolation::Docker: the running container's name
+    int docker_serial = 0;    // containers started so far (each start is a new one)
   };
   struct Pod {
     kube::Object object;
@@ -77,6 +85,7 @@ class PodRuntime {
     PodRunState run;
     kube::Object reported;  // last status written
     std::chrono::steady_clock::time_point next_volume_refresh{};
+    bool pod_ip_known = false;  // Isolation::Docker: podIP read from the running container
   };
 
   void loop();
@@ -85,6 +94,9 @@ class PodRuntime {
   void start_pod(const kube::Object& pod);
   void step_containers(Pod& pod);
   void start_container(const Pod& pod, Container& c);
+  std::unique_ptr<LaunchedProcess> launch(const Pod& pod, Container& c, LineSink sink);
+  void learn_pod_ip(Pod& pod);
+  bool docker() const { return options_.isolation == Isolation::Docker; }
   void stop_pod(Pod& pod);
   void finish_deleted_pod(Pod& pod);
   void report(Pod& pod);

@@ -95,8 +95,6 @@ kube::Object pod_status_json(const PodRunState& state, TimePoint now,
   kube::Object status = {
       {"phase", phase},
       {"hostIP", state.host_ip},
-      {"podIP", state.pod_ip},
-      {"podIPs", kube::Object::array({{{"ip", state.pod_ip}}})},
       {"containerStatuses", statuses},
       {"conditions",
        kube::Object::array(
@@ -104,6 +102,10 @@ kube::Object pod_status_json(const PodRunState& state, TimePoint now,
             condition("Initialized", true, "", now, old_status),
             condition("ContainersReady", all_running, all_running ? "" : not_ready, now, old_status),
             condition("Ready", all_running, all_running ? "" : not_ready, now, old_status)})}};
+  if (!state.pod_ip.empty()) {  // as the API shows a pod that has no address yet: no podIP
+    status["podIP"] = state.pod_ip;
+    status["podIPs"] = kube::Object::array({{{"ip", state.pod_ip}}});
+  }
   if (state.start_time) status["startTime"] = kube::format_time(*state.start_time);
   if (!state.failure_reason.empty()) {
     status["reason"] = state.failure_reason;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <stdexcept>
 
 namespace local {
 namespace {
@@ -77,6 +78,9 @@ Exec sandboxed(const LaunchSpec& spec, Isolation isolation, const std::string& b
     const std::string wd = rewrite_mount_paths(spec.working_dir, spec.mounts);
     if (!wd.empty()) exec.argv.insert(exec.argv.begin(), {"/usr/bin/env", "-C", wd});
     return exec;
+  }
+  if (isolation == Isolation::Docker) {
+    throw std::logic_error("a docker container is started with start_docker_container, not sandboxed");
   }
   exec.argv = {bwrap_path,        "--bind",     "/",     "/",           "--dev-bind",
                "/dev",            "/dev",       "--proc", "/proc",      "--unshare-pid",

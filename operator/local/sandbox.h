@@ -20,7 +20,9 @@
 
 namespace local {
 
-enum class Isolation { Bwrap, Rewrite };
+// Docker (`korovod run --runtime docker`): not a sandbox of host processes but a container of
+// the pod's image (docker_run.h, docker_container.h); sandboxed() refuses it.
+enum class Isolation { Bwrap, Rewrite, Docker };
 
 struct LaunchSpec {
   std::vector<std::string> command;  // argv; argv[0] is looked up in env's PATH

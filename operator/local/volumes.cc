@@ -1,6 +1,10 @@
 #include "local/volumes.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <fstream>
 #include <iterator>
@@ -142,6 +146,43 @@ void refresh_volumes(const kube::Object& pod, const EnvSources& sources, const f
     } catch (const std::runtime_error&) {
       // Gone or lost a key (the job finished and its ConfigMap went): keep what is there, as
       // the kubelet keeps a volume's last content.
+    }
+  }
+}
+
+namespace {
+
+// chgrp gid and add `bits` to the mode of path (not following a symlink: the kubelet's
+// ..data links of projected volumes are not ours; ours are plain files).
+void own_by_group(const fs::path& path, gid_t gid, fs::perms bits) {
+  if (lchown(path.c_str(), static_cast<uid_t>(-1), gid) != 0) {
+    throw std::runtime_error("cannot give " + path.string() + " to fsGroup " + std::to_string(gid) +
+                             ": " + std::strerror(errno));
+  }
+  if (!fs::is_symlink(path)) fs::permissions(path, bits, fs::perm_options::add);
+}
+
+}  // namespace
+
+void apply_volume_ownership(const kube::Object& pod, const fs::path& pod_dir, bool refresh) {
+  const auto& spec = field(pod, "spec");
+  const auto& sc = field(spec, "securityContext");
+  const bool has_fs_group = sc.contains("fsGroup");
+  const gid_t fs_group = has_fs_group ? sc["fsGroup"].get<gid_t>() : 0;
+  for (const auto& vol : field(spec, "volumes")) {
+    const fs::path dir = pod_dir / "volumes" / vol.value("name", "");
+    const bool empty_dir = vol.contains("emptyDir");
+    if (refresh && empty_dir) continue;  // the container's own files: set once, at the start
+    if (empty_dir) fs::permissions(dir, fs::perms::all, fs::perm_options::add);
+    const bool owned = empty_dir || vol.contains("secret") || vol.contains("configMap") ||
+                       vol.contains("projected") || vol.contains("downwardAPI");
+    if (!has_fs_group || !owned || !fs::is_directory(dir)) continue;
+    const auto dir_bits = fs::perms::group_read | fs::perms::group_exec |
+                          (empty_dir ? fs::perms::group_write | fs::perms::set_gid : fs::perms::none);
+    const auto file_bits = fs::perms::group_read | (empty_dir ? fs::perms::group_write : fs::perms::none);
+    own_by_group(dir, fs_group, dir_bits);
+    for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+      own_by_group(entry.path(), fs_group, entry.is_directory() ? dir_bits : file_bits);
     }
   }
 }

@@ -31,6 +31,16 @@ std::vector<std::pair<std::string, std::filesystem::path>> materialize_volumes(
 void refresh_volumes(const kube::Object& pod, const EnvSources& sources,
                      const std::filesystem::path& pod_dir);
 
+// What a kubelet does to a pod's volumes for a container that runs as another user than the
+// one that wrote them (pods as containers, docker_run.h): emptyDir directories are made 0777,
+// and with securityContext.fsGroup every file and directory of its secret, configMap,
+// projected, downwardAPI and emptyDir volumes gets group fsGroup and group read (and write
+// and setgid on emptyDir directories). Run again after refresh_volumes, whose new files are
+// made by this process. Throws std::runtime_error when the group cannot be changed (needs
+// root or membership in fsGroup).
+void apply_volume_ownership(const kube::Object& pod, const std::filesystem::path& pod_dir,
+                            bool refresh);
+
 // The container's volumeMounts (subPath supported) against materialized volumes.
 std::vector<Mount> container_mounts(
     const kube::Object& container,
