@@ -131,18 +131,18 @@ std::string docker_container_ip(ProcessLauncher& launcher, const DockerOptions& 
 }
 
 DockerCapabilities probe_docker(ProcessLauncher& launcher, const DockerOptions& options) {
-  const RunResult r = run_docker(launcher, options, {"info", "--format", "{{json .}}"});
+  const RunResult r = run_docker(launcher, options, {"info", "--format", "{{.CPUCfsQuota}} {{.MemoryLimit}}"});
   if (r.exit_code != 0) {
     throw std::runtime_error("the docker daemon does not answer (" + options.docker +
                              " info exited " + std::to_string(r.exit_code) + ": " +
                              joined(r.output) + "); start one, or point DOCKER_HOST at one");
   }
-  kube::Object info;
-  for (const auto& line : r.output) {
-    if (!line.empty() && line.front() == '{') info = kube::Object::parse(line, nullptr, false);
+  // The last line: a CLI may print warnings before it.
+  const std::string answer = r.output.empty() ? "" : r.output.back();
+  if (answer.find(' ') == std::string::npos) {
+    throw std::runtime_error(options.docker + " info gave no answer: " + joined(r.output));
   }
-  if (!info.is_object()) throw std::runtime_error(options.docker + " info gave no JSON: " + joined(r.output));
-  return {info.value("CPUCfsQuota", false), info.value("MemoryLimit", false)};
+  return {answer.substr(0, answer.find(' ')) == "true", answer.substr(answer.find(' ') + 1) == "true"};
 }
 
 DockerNetwork::DockerNetwork(ProcessLauncher& launcher, const DockerOptions& options,

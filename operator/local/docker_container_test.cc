@@ -176,9 +176,10 @@ TEST_F(DockerContainerTest, ContainerIpComesFromInspect) {
 
 TEST_F(DockerContainerTest, ProbeReadsWhatTheDaemonCanLimit) {
   fake.answer = [](const Argv&) {
-    return std::pair<int, Argv>{0, {R"({"CPUCfsQuota":true,"MemoryLimit":false,"ServerVersion":"20.10"})"}};
+    return std::pair<int, Argv>{0, {"true false"}};
   };
   const DockerCapabilities can = probe_docker(launcher, options());
+  EXPECT_EQ(argvs(launcher)[0], (Argv{"docker", "info", "--format", "{{.CPUCfsQuota}} {{.MemoryLimit}}"}));
   EXPECT_TRUE(can.cpu_limits);
   EXPECT_FALSE(can.memory_limits);
 }

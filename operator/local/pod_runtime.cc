@@ -47,7 +47,9 @@ void PodRuntime::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  for (auto& [uid, pod] : pods_) stop_pod(pod);
+  std::vector<Pod*> all;
+  for (auto& [uid, pod] : pods_) all.push_back(&pod);
+  stop_pods(all);
   pods_.clear();
 }
 
@@ -82,14 +84,12 @@ void PodRuntime::sync_once() {
     if (serves(obj)) seen.insert(kube::uid_of(obj));
   }
   // Pods gone from the API stop first: a replacement of the same name reuses their directory.
-  for (auto it = pods_.begin(); it != pods_.end();) {
-    if (seen.count(it->first)) {
-      ++it;
-      continue;
-    }
-    stop_pod(it->second);
-    it = pods_.erase(it);
+  std::vector<Pod*> gone;
+  for (auto& [uid, pod] : pods_) {
+    if (!seen.count(uid)) gone.push_back(&pod);
   }
+  stop_pods(gone);
+  std::erase_if(pods_, [&](const auto& entry) { return !seen.count(entry.first); });
   for (const auto& obj : list.items) {
     if (!serves(obj)) continue;
     const std::string uid = kube::uid_of(obj);
@@ -265,6 +265,28 @@ void PodRuntime::finish_deleted_pod(Pod& pod) {
   } catch (const kube::ApiError& e) {
     if (!kube::is_not_found(e) && !kube::is_conflict(e)) throw;
   }
+}
+
+void PodRuntime::stop_pods(const std::vector<Pod*>& pods) {
+  if (!docker() || pods.size() < 2) {
+    for (Pod* pod : pods) stop_pod(*pod);
+    return;
+  }
+  // A container's pid 1 that ignores SIGTERM (a shell, sleep) waits out its whole grace period:
+  // stop the pods side by side, not one grace period after another. (Process pods run under
+  // bwrap's init, which passes SIGTERM on.)
+  std::vector<std::thread> stoppers;
+  for (Pod* pod : pods) {
+    stoppers.emplace_back([this, pod] {
+      try {
+        stop_pod(*pod);
+      } catch (const std::exception& e) {  // tried again below, on this thread
+        std::cerr << "korovod: stopping pod " << kube::name_of(pod->object) << ": " << e.what() << "\n";
+      }
+    });
+  }
+  for (auto& t : stoppers) t.join();
+  for (Pod* pod : pods) stop_pod(*pod);  // nothing left to do unless a stopper failed
 }
 
 void PodRuntime::stop_pod(Pod& pod) {

@@ -98,6 +98,7 @@ class PodRuntime {
   void learn_pod_ip(Pod& pod);
   bool docker() const { return options_.isolation == Isolation::Docker; }
   void stop_pod(Pod& pod);
+  void stop_pods(const std::vector<Pod*>& pods);
   void finish_deleted_pod(Pod& pod);
   void report(Pod& pod);
   void refresh_pod_volumes(Pod& pod);
