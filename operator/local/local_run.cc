@@ -7,6 +7,8 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -17,6 +19,7 @@
 #include "kube/memory_client.h"
 #include "kube/object_meta.h"
 #include "local/clock_sleep.h"
+#include "local/docker_container.h"
 #include "local/job_controller.h"
 #include "local/pod_runtime.h"
 #include "local/ssh_mode.h"
@@ -111,6 +114,44 @@ int summarize(const kube::Object& job, int container_restarts, const std::string
   return outcome == "Succeeded" ? kExitSucceeded : kExitFailed;
 }
 
+// Pods as host processes: bubblewrap when it works here, the host's PATH behind bin_dir.
+void configure_process_pods(const RunOptions& o, const std::string& ns, const fs::path& work,
+                            RuntimeOptions& ro, std::ostream& err) {
+  std::string why;
+  if (!bwrap_usable(ro.bwrap_path, &why)) {
+    ro.isolation = Isolation::Rewrite;
+    err << "korovod: bubblewrap is not usable here (" << why << "):\n"
+        << "korovod:   falling back to rewriting mount paths in commands and env; pods share the "
+           "host's hostname and mounts\n";
+  }
+  ro.defaults.host_path_env = o.host_path;
+  ro.defaults.path_prepend = {o.bin_dir.string()};
+  ro.defaults.python_path = build_tree_python_path(o.bin_dir);
+  ro.defaults.extra_env = local_pod_env(work, geteuid() == 0);
+  for (const auto& [name, value] : o.host_sanitizer_env) set_env(ro.defaults.extra_env, name, value);
+  set_env(ro.defaults.extra_env, "KOROVOD_POD_NAMESPACE", ns);
+}
+
+std::string random_run_id() {
+  std::random_device random;
+  return fmt::format("{:08x}{:02x}", random(), random() & 0xff);
+}
+
+// Pods as docker containers: the daemon must answer; limits it cannot enforce are left out.
+DockerOptions docker_options(const RunOptions& o, ProcessLauncher& launcher, std::ostream& err) {
+  DockerOptions d;
+  d.docker = o.docker;
+  d.client_env = o.docker_env;
+  d.run_id = o.run_id.empty() ? random_run_id() : o.run_id;
+  d.network = "korovod-" + d.run_id;
+  const DockerCapabilities can = probe_docker(launcher, d);
+  d.cpu_limits = can.cpu_limits;
+  d.memory_limits = can.memory_limits;
+  if (!can.cpu_limits) err << "korovod: this docker daemon cannot limit CPU; resources.limits.cpu is not applied\n";
+  if (!can.memory_limits) err << "korovod: this docker daemon cannot limit memory; resources.limits.memory is not applied\n";
+  return d;
+}
+
 }  // namespace
 
 int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher,
@@ -134,6 +175,14 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
   const std::string ns = meta["namespace"], name = meta.value("name", "");
   const auto start = clock.steady_now();
 
+  RuntimeOptions ro;
+  // Docker first: a daemon that does not answer fails the run before anything is made.
+  std::optional<DockerNetwork> network;  // outlives the runtime: removed after the pods stop
+  if (o.runtime == PodRuntimeKind::Docker) {
+    ro.isolation = Isolation::Docker;
+    ro.docker = docker_options(o, launcher, err);
+    network.emplace(launcher, ro.docker, clock);
+  }
   fs::path work = o.work_dir;
   if (work.empty()) {
     std::string tmpl = (fs::temp_directory_path() / "korovod-run-XXXXXX").string();
@@ -143,29 +192,27 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
   fs::create_directories(work);
   work = fs::canonical(work);
 
-  RuntimeOptions ro;
   ro.work_dir = work;
-  std::string why;
-  if (!bwrap_usable(ro.bwrap_path, &why)) {
-    ro.isolation = Isolation::Rewrite;
-    err << "korovod: bubblewrap is not usable here (" << why << "):\n"
-        << "korovod:   falling back to rewriting mount paths in commands and env; pods share the "
-           "host's hostname and mounts\n";
+  if (o.runtime == PodRuntimeKind::Process) {
+    configure_process_pods(o, ns, work, ro, err);
   }
-  ro.defaults.host_path_env = o.host_path;
-  ro.defaults.path_prepend = {o.bin_dir.string()};
-  ro.defaults.python_path = build_tree_python_path(o.bin_dir);
-  ro.defaults.extra_env = local_pod_env(work, geteuid() == 0);
-  for (const auto& [name, value] : o.host_sanitizer_env) set_env(ro.defaults.extra_env, name, value);
-  set_env(ro.defaults.extra_env, "KOROVOD_POD_NAMESPACE", ns);
   SshMode ssh(o.ssh_config_dir, work, launcher, {{"PATH", o.host_path}});
   kube::Mutex out_mu;
   ro.log = [&](const std::string& pod, const std::string&, const std::string& line) {
     kube::MutexLock lock(out_mu);
     out << "[" << pod << "] " << line << "\n" << std::flush;
   };
-  ro.adjust = [&](const kube::Object& pod, const kube::Object&, LaunchSpec& launch) {
+  ro.adjust = [&](const kube::Object& pod, const kube::Object& container, LaunchSpec& launch) {
     const std::string role = job_role(pod), pod_name = kube::name_of(pod);
+    if (o.runtime == PodRuntimeKind::Docker) {
+      // Open MPI's mpirun refuses root without this consent; local mode has always given it
+      // to pods that run as root (the examples' pods do), and the images do not set it.
+      if (!runs_as_root(pod, container)) return;
+      for (const char* k : {"OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"}) {
+        if (!get_env(launch.env, k)) set_env(launch.env, k, "1");
+      }
+      return;
+    }
     mpijob::MPIJob job(obj);
     mpijob::apply_defaults(job);
     const std::string ssh_path = job.ssh_auth_mount_path();
@@ -192,8 +239,10 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
     progress.say(fmt::format("pod {}: container {} restarted (restart {})", pod, container, count));
   };
   client.create(mpijob::kMPIJobs, ns, obj);
-  progress.say("MPIJob " + ns + "/" + name + " created (work dir " + work.string() + ", " +
-               (o.ssh ? "sshd per worker" : "rsh agent") + ")");
+  const std::string how = network ? "docker network " + ro.docker.network + ", label " + kRunLabel +
+                                         "=" + ro.docker.run_id
+                                   : o.ssh ? "sshd per worker" : "rsh agent";
+  progress.say("MPIJob " + ns + "/" + name + " created (work dir " + work.string() + ", " + how + ")");
 
   // The operator's own log (conflict retries, events) goes to a file; progress lines tell the story.
   std::ofstream operator_log(work / "operator.log");
@@ -226,6 +275,9 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
   }
   progress.say("MPIJob " + outcome + "; stopping pods");
   runtime.stop();
+  if (network) {
+    for (const auto& problem : network->remove_all()) err << "korovod: docker cleanup: " << problem << "\n";
+  }
   stop.request_stop();
   manager_thread.join();
   int code = summarize(final_job, container_restarts.load(), ns, outcome, clock.steady_now() - start, out);

@@ -17,6 +17,10 @@
 
 namespace local {
 
+// --runtime: pods as host processes (sandbox.h), or as docker containers of their images
+// (docker_run.h, docker_container.h).
+enum class PodRuntimeKind { Process, Docker };
+
 struct RunOptions {
   std::filesystem::path manifest;
   std::optional<int> workers;          // overrides Worker replicas
@@ -31,6 +35,12 @@ struct RunOptions {
   // pod gets them, before its own env, so the programs of a sanitized build run in pods with the
   // same options and suppressions as korovod itself. Nothing else of the host's environment.
   EnvList host_sanitizer_env;
+  PodRuntimeKind runtime = PodRuntimeKind::Process;
+  std::string docker = "docker";  // --docker: the docker CLI
+  // The docker CLI's own environment (PATH, HOME, DOCKER_HOST and the other DOCKER_* the CLI
+  // reads), taken from the host's by main; pods get none of it.
+  EnvList docker_env;
+  std::string run_id;  // labels the run's containers and network; "": a random one
 };
 
 // Exit codes of `korovod run`.

@@ -1,5 +1,6 @@
 // korovod: the user-facing binary of local mode (thin: parse flags, wire, run).
 //   korovod run FILE.yaml [--workers N] [--timeout D] [--keep] [--ssh] [--work-dir DIR]
+//                         [--runtime process|docker] [--docker PATH]
 //   korovod kubelet --kubeconfig FILE [--node-name N] [--work-dir DIR]
 #include <signal.h>
 #include <unistd.h>
@@ -51,6 +52,16 @@ local::EnvList host_sanitizer_env() {
   return env;
 }
 
+// The docker CLI's own environment: what it needs to find its daemon, config and plugins.
+local::EnvList docker_client_env() {
+  local::EnvList env = {{"PATH", host_path()}};
+  for (const char* name : {"HOME", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH",
+                           "DOCKER_TLS_VERIFY", "DOCKER_API_VERSION"}) {
+    if (const char* value = std::getenv(name)) env.emplace_back(name, value);
+  }
+  return env;
+}
+
 fs::path default_ssh_config_dir() {
   if (const char* d = std::getenv("KOROVOD_SSH_CONFIG_DIR")) return d;
   for (const fs::path& p : {own_dir() / "../share/korovod/ssh", fs::path(KOROVOD_SOURCE_DIR) / "docker/ssh"}) {
@@ -78,6 +89,16 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--keep", run.keep, "keep the work directory (volumes, pod contexts)");
   run_cmd->add_flag("--ssh", run.ssh, "reach workers through a real sshd per worker (the production path) instead of the rsh agent");
   run_cmd->add_option("--work-dir", run.work_dir, "work directory (default: a new one under $TMPDIR)");
+  std::string runtime = "process";
+  run_cmd->add_option("--runtime", runtime,
+                      "how pods run: 'process' (default: host processes, bubblewrap sandboxes, the "
+                      "image ignored) or 'docker' (each pod a container of its image on a docker "
+                      "network of the job's own, workers' sshd reached over real ssh; every "
+                      "container and the network are removed at the end)")
+      ->check(CLI::IsMember({"process", "docker"}));
+  run_cmd->add_option("--docker", run.docker,
+                      "the docker CLI for --runtime docker (default: docker from PATH; it honours "
+                      "DOCKER_HOST)");
 
   std::string kubeconfig, node_name;
   fs::path kubelet_dir;
@@ -108,13 +129,19 @@ int main(int argc, char** argv) {
     interrupted = true;
   }).detach();
 
-  // The environment is read here only (host_path, host_sanitizer_env, default_ssh_config_dir) and
-  // passed down.
+  // The environment is read here only (host_path, host_sanitizer_env, default_ssh_config_dir,
+  // docker_client_env) and passed down.
   kube::RealClock clock;
   local::HostProcessLauncher launcher;
   try {
     if (*run_cmd) {
       run.workers = workers;
+      run.runtime = runtime == "docker" ? local::PodRuntimeKind::Docker : local::PodRuntimeKind::Process;
+      if (run.runtime == local::PodRuntimeKind::Docker && run.ssh) {
+        std::cerr << "korovod: --ssh is what --runtime docker always does (the image's sshd); ignored\n";
+        run.ssh = false;
+      }
+      run.docker_env = docker_client_env();
       run.timeout = parse_duration(timeout);
       run.bin_dir = own_dir();
       run.ssh_config_dir = default_ssh_config_dir();
