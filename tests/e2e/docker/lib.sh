@@ -16,12 +16,13 @@ expect_in() {  # expect_in FILE REGEX WHAT
 }
 
 # The run id korovod printed ("label korovod.run=<id>"), "" before it did.
-run_id() { sed -nE 's/.*label korovod\.run=([0-9a-f]+)\).*/\1/p' "$OUT" 2>/dev/null | head -1; }
+run_id() { [[ -f $OUT ]] && sed -nE 's/.*label korovod\.run=([0-9a-f]+)\).*/\1/p' "$OUT" | head -1 || true; }
 
 # On any exit: a korovod still running is interrupted (it removes its containers itself), then
 # whatever of the run is still there is removed, so a failed test leaves nothing behind either.
 cleanup() {
   local code=$? id
+  set +e  # cleaning up: nothing here may change the test's exit code
   if [[ -n $KOROVOD_PID ]] && kill -0 "$KOROVOD_PID" 2>/dev/null; then
     kill -INT "$KOROVOD_PID" 2>/dev/null || true
     for _ in $(seq 1 300); do kill -0 "$KOROVOD_PID" 2>/dev/null || break; sleep 0.1; done
