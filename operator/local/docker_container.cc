@@ -133,9 +133,13 @@ std::string docker_container_ip(ProcessLauncher& launcher, const DockerOptions& 
 DockerCapabilities probe_docker(ProcessLauncher& launcher, const DockerOptions& options) {
   const RunResult r = run_docker(launcher, options, {"info", "--format", "{{.CPUCfsQuota}} {{.MemoryLimit}}"});
   if (r.exit_code != 0) {
+    std::vector<std::string> said;  // without the template's empty answer ("false false")
+    for (const auto& line : r.output) {
+      if (line.find_first_not_of("truefals ") != std::string::npos) said.push_back(line);
+    }
     throw std::runtime_error("the docker daemon does not answer (" + options.docker +
                              " info exited " + std::to_string(r.exit_code) + ": " +
-                             joined(r.output) + "); start one, or point DOCKER_HOST at one");
+                             joined(said) + "); start one, or point DOCKER_HOST at one");
   }
   // The last line: a CLI may print warnings before it.
   const std::string answer = r.output.empty() ? "" : r.output.back();

@@ -186,14 +186,14 @@ TEST_F(DockerContainerTest, ProbeReadsWhatTheDaemonCanLimit) {
 
 TEST_F(DockerContainerTest, ADaemonThatDoesNotAnswerIsAClearError) {
   fake.answer = [](const Argv&) {
-    return std::pair<int, Argv>{1, {"Cannot connect to the Docker daemon at unix:///d.sock."}};
+    return std::pair<int, Argv>{1, {"false false", "Cannot connect to the Docker daemon at unix:///d.sock."}};
   };
   try {
     probe_docker(launcher, options());
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("docker daemon does not answer"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("Cannot connect"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("exited 1: Cannot connect"), std::string::npos) << e.what();
   }
 }
 
