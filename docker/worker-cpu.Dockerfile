@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # korovod CPU worker/launcher base image: Open MPI, sshd on port 2222 (root and non-root), the
 # korovod runtime (libkorovod.so) and tools (korovod-bench, the pi example), the launcher
 # entrypoint that waits for worker DNS, and (INSTALL_TORCH=true, the default) Python with
@@ -9,20 +8,22 @@
 # korovod.keras and the TensorFlow examples, run through /usr/local/bin/korovod-tf-python.
 # The build context is the repository root:
 #   docker build -f docker/worker-cpu.Dockerfile -t korovod-worker-cpu:dev .
-# Build args are documented in docker/README.md.
+# scripts/images builds it with no registry (a Debian-made base through BUILDER_IMAGE and
+# BASE_IMAGE). Build args are documented in docker/README.md.
 
 ARG BUILDER_IMAGE=debian:12.8
 ARG BASE_IMAGE=debian:12.8-slim
 
+# The build stage is the same, line for line, in operator.Dockerfile: one compile serves both.
 FROM ${BUILDER_IMAGE} AS build
 ARG CMAKE_BUILD_TYPE=Release
 ARG BUILD_JOBS=4
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends \
-      build-essential cmake ninja-build pkg-config ca-certificates \
+      build-essential cmake ninja-build pkg-config ca-certificates ccache \
       libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libcli11-dev libfmt-dev \
-      libopenmpi-dev openmpi-bin \
+      libopenmpi-dev openmpi-bin libgloo-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -30,19 +31,10 @@ COPY cmake/ cmake/
 COPY operator/ operator/
 COPY worker-runtime/ worker-runtime/
 COPY examples/ examples/
-# The Python package is what `pip install ./worker-runtime/python` installs (CMake component
-# python: korovod/**.py, korovod/lib/libkorovod*.so with RPATH $ORIGIN, korovodrun), taken from
-# this same build instead of building the runtime a second time.
-RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE} \
-      -DKOROVOD_BUILD_TESTS=OFF -DKOROVOD_WITH_PYTHON=ON -DKOROVOD_WITH_NCCL=OFF \
- && cmake --build build --target korovod_runtime korovod-bench pi korovod_python_wheel \
-      -j ${BUILD_JOBS} \
- && mkdir -p /out/bin /out/lib /out/python/bin \
- && cp -P build/lib/libkorovod.so* build/lib/libkorovod_mpi.so* /out/lib/ \
- && cp build/bin/korovod-bench build/bin/pi /out/bin/ \
- && cmake --install build --component python --prefix /out/python \
- && test -f /out/python/korovod/torch/__init__.py && test -f /out/python/korovod/lib/libkorovod.so \
- && test -f /out/python/korovod/lib/libkorovod_mpi.so
+COPY docker/build-korovod.sh /usr/local/bin/build-korovod.sh
+# ccache in a BuildKit cache mount: after a source change only the touched files compile.
+RUN --mount=type=cache,target=/root/.cache/ccache,id=korovod-ccache \
+    CCACHE_DIR=/root/.cache/ccache build-korovod.sh /out -DKOROVOD_WITH_NCCL=OFF
 
 FROM ${BASE_IMAGE}
 ARG INSTALL_TORCH=true
@@ -50,16 +42,19 @@ ARG INSTALL_TENSORFLOW=false
 ARG TENSORFLOW_VERSION=2.21.0
 ARG MPIUSER_UID=1000
 ENV DEBIAN_FRONTEND=noninteractive
+# A runtime image: no headers, static libraries or compiler internals (docker/dpkg-runtime-image.cfg
+# says what and why), and no downloaded packages left in apt's cache.
+COPY docker/dpkg-runtime-image.cfg /etc/dpkg/dpkg.cfg.d/korovod-runtime-image
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends \
-      openmpi-bin libopenmpi3 libfmt9 openssh-server openssh-client ca-certificates procps \
+      openmpi-bin libopenmpi3 libfmt9 libgloo0 openssh-server openssh-client ca-certificates procps \
  && if [ "${INSTALL_TORCH}" = "true" ]; then \
       apt-get install -y -q --no-install-recommends \
         python3 python3-torch python3-numpy python3-sklearn; \
     elif [ "${INSTALL_TORCH}" != "false" ]; then \
       echo "INSTALL_TORCH must be true or false, not '${INSTALL_TORCH}'" >&2; exit 1; \
     fi \
- && rm -rf /var/lib/apt/lists/*
+ && apt-get clean && rm -rf /var/lib/apt/lists/*
 # sshd: the same configuration files the e2e tests run a real sshd with. /run/sshd is the
 # privilege-separation directory a root sshd needs.
 COPY docker/ssh/ssh_config /etc/ssh/ssh_config
@@ -77,7 +72,8 @@ COPY --from=build --chown=${MPIUSER_UID}:${MPIUSER_UID} /out/bin/pi /home/mpiuse
 # korovodrun, and the PyTorch examples on sshd's default PATH, where mpirun finds them by name.
 # Their shebang is /usr/bin/python3, the interpreter python3-torch belongs to.
 COPY --from=build /out/python/korovod /usr/lib/python3/dist-packages/korovod
-COPY --from=build /out/python/bin/ /usr/local/bin/
+# korovodrun on sshd's default PATH: the package's own binary (its RPATH finds korovod/lib).
+RUN ln -s /usr/lib/python3/dist-packages/korovod/bin/korovodrun /usr/local/bin/korovodrun
 COPY examples/pytorch/pytorch_digits.py examples/pytorch/pytorch_synthetic_benchmark.py /usr/local/bin/
 # TensorFlow (INSTALL_TENSORFLOW=true): its own venv, so PyPI's numpy never shadows the one Debian's
 # torch was built against; the korovod package is linked into it. The examples' shebang runs
@@ -85,9 +81,13 @@ COPY examples/pytorch/pytorch_digits.py examples/pytorch/pytorch_synthetic_bench
 COPY docker/korovod-tf-python /usr/local/bin/korovod-tf-python
 COPY examples/tensorflow/keras_digits.py examples/tensorflow/tensorflow_digits.py \
      examples/tensorflow/tensorflow_synthetic_benchmark.py /usr/local/bin/
-RUN if [ "${INSTALL_TENSORFLOW}" = "true" ]; then \
+# A build whose pip must trust an extra CA (a proxy's) gets it as the secret pip-cert (scripts/images
+# passes the host's PIP_CERT); it is mounted for this step only and stays out of the image.
+RUN --mount=type=secret,id=pip-cert \
+    if [ -s /run/secrets/pip-cert ]; then export PIP_CERT=/run/secrets/pip-cert; fi \
+ && if [ "${INSTALL_TENSORFLOW}" = "true" ]; then \
       apt-get update -q && apt-get install -y -q --no-install-recommends python3 python3-venv \
-      && rm -rf /var/lib/apt/lists/* \
+      && apt-get clean && rm -rf /var/lib/apt/lists/* \
       && python3 -m venv /opt/korovod/venv-tf \
       && /opt/korovod/venv-tf/bin/pip install --no-cache-dir --only-binary=:all: \
            "tensorflow-cpu==${TENSORFLOW_VERSION}" scikit-learn cloudpickle \
@@ -99,10 +99,15 @@ RUN if [ "${INSTALL_TENSORFLOW}" = "true" ]; then \
     elif [ "${INSTALL_TENSORFLOW}" != "false" ]; then \
       echo "INSTALL_TENSORFLOW must be true or false, not '${INSTALL_TENSORFLOW}'" >&2; exit 1; \
     fi
+# Every library the tools and the runtime link must resolve in this image.
 RUN ldconfig \
+ && for f in /usr/local/bin/korovod-bench /usr/local/lib/libkorovod.so /usr/local/lib/libkorovod_mpi.so \
+      /usr/lib/python3/dist-packages/korovod/lib/libkorovod.so /home/mpiuser/pi; do \
+      if ldd "$f" | grep 'not found'; then echo "$f: a library it needs is missing" >&2; exit 1; fi; \
+    done \
  && /usr/sbin/sshd -t -f /etc/ssh/sshd_config \
  && korovod-bench --help >/dev/null \
- && if [ -e /usr/local/bin/korovodrun ]; then korovodrun --help >/dev/null; fi \
+ && korovodrun --help >/dev/null \
  && if [ "${INSTALL_TORCH}" = "true" ]; then \
       /usr/bin/python3 -c 'import korovod.torch' \
       && pytorch_digits.py --help >/dev/null && pytorch_synthetic_benchmark.py --help >/dev/null; \
