@@ -3,12 +3,13 @@
 # kubectl) from the official Go modules pinned in go.mod, into a cache directory outside the
 # repository keyed by those versions, so a warm machine rebuilds nothing.
 # usage: tests/cluster/build.sh [--node]   prints the bin directory on its last line
-#   --node  also the kubelet (same module and versions) and CoreDNS (tests/cluster/coredns, its
-#           own module, cached by its version and go.sum) for `testcluster up --node`
+#   --node  also the kubelet and kube-proxy (same module and versions) and CoreDNS
+#           (tests/cluster/coredns, its own module, cached by its version and go.sum) for
+#           `testcluster up --node`
 set -euo pipefail
 node=0
 case ${1:-} in
-  -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --node) node=1 ;;
   "") ;;
   *) echo "build.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -20,7 +21,7 @@ key="k8s-${k8s}-etcd-${etcd}-$(sha256sum "$here/go.sum" | cut -c1-12)"
 cache=${KOROVOD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/korovod}
 bin="$cache/$key/bin"
 tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
-((node)) && tools+=(kubelet coredns)
+((node)) && tools+=(kubelet kube-proxy coredns)
 # CoreDNS: its own module (its plugins' dependencies stay out of the control plane's go.mod) with
 # the control plane's client-go, so the build cache serves both; cached by its version and
 # go.sum, and linked into $bin.

@@ -2,8 +2,9 @@
 # The real node of `testcluster up --node`, sourced by tests/cluster/testcluster (it uses its
 # $state, $timeout_s, say, ours, starting, free_ports). A kubelet built from the control plane's
 # Kubernetes module runs pods as containers through containerd + runc (Debian's packages) with
-# Debian's CNI plugins on a bridge of its own, and CoreDNS (tests/cluster/coredns) answers the
-# cluster's names on the bridge's gateway address. docs/testing.md, "A real node", says how and
+# Debian's CNI plugins on a bridge of its own, CoreDNS (tests/cluster/coredns) answers the
+# cluster's names on the bridge's gateway address, and kube-proxy (iptables mode) routes Service
+# IPs, among them the `kubernetes` Service's to the API server on that address. docs/testing.md, "A real node", says how and
 # what it changes on the host; node_down undoes all of it and says what it could not.
 
 node_dir=$state/node
@@ -16,11 +17,17 @@ node_pause_image=korovod.test/pause:1
 node_sock=$node_dir/containerd/containerd.sock
 
 # What the node may change on the host, recorded before and compared after (real-node.md).
+# kube-proxy's: route_localnet (localhost NodePorts, off here), the conntrack table's size and
+# timeouts (left alone here: conntrack.* 0), bridge-nf-call-iptables (it only warns); recorded all
+# the same, so a change would show.
 node_sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
   kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward
-  net.ipv6.conf.all.forwarding)
+  net.ipv6.conf.all.forwarding net.ipv4.conf.all.route_localnet net.netfilter.nf_conntrack_max
+  net.netfilter.nf_conntrack_tcp_timeout_established net.netfilter.nf_conntrack_tcp_timeout_close_wait
+  net.netfilter.nf_conntrack_tcp_be_liberal net.netfilter.nf_conntrack_udp_timeout
+  net.netfilter.nf_conntrack_udp_timeout_stream net.bridge.bridge-nf-call-iptables)
 node_fixed_paths=(/var/lib/kubelet/device-plugins /var/lib/kubelet /var/log/containers
-  /var/log/pods /var/lib/cni /run/containerd/s /run/containerd /run/netns)
+  /var/log/pods /var/lib/cni /run/containerd/s /run/containerd /run/netns /run/xtables.lock)
 
 node_check_subnet() {
   [[ $node_subnet =~ ^([0-9]{1,3}\.){3}0/24$ ]] ||
@@ -60,6 +67,8 @@ node_snapshot() {
       "$v" -t "$t" -S 2>/dev/null | awk -v t="$t" '$1 == "-N" && $2 ~ /^(KUBE-|CNI-)/ {print t, $2}'
     done >"$d/$v-chains"
   done
+  # kube-proxy's own nftables tables (its nftables mode; the iptables mode only cleans them up).
+  nft list tables 2>/dev/null | grep -E 'kube-proxy' >"$d/nft-tables" || true
   # The bridge and the CNI's host-side veths (vethXXXXXXXX); other links are someone else's.
   ip -o link show 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print $2}' |
     grep -E "^($node_bridge|veth[0-9a-f]{8})$" >"$d/links" || true
@@ -128,7 +137,7 @@ node_wait_for() { # WHAT CMD...
 node_fail() {
   say "FAILED (node): $*"
   local c
-  for c in containerd coredns kubelet; do
+  for c in containerd coredns kubelet kube-proxy; do
     [[ -f $state/logs/$c.log ]] || continue
     echo "----- last 25 lines of $state/logs/$c.log -----" >&2
     tail -n 25 "$state/logs/$c.log" >&2 || true
@@ -209,30 +218,41 @@ node_import() {
 
 # --- up ----------------------------------------------------------------------------------------
 
-node_up() { # BIN: the directory with kubelet and coredns
-  local bin=$1 t0=$SECONDS
+# node_prepare BIN: before the control plane starts. Records the host, then makes the bridge and
+# its gateway address, on which the API server listens (pods reach it there through kube-proxy's
+# rules for the `kubernetes` Service), CoreDNS answers and the kubelet serves.
+node_prepare() {
+  local bin=$1 t
   node_check_subnet
   node_tools_check
-  [[ -x $bin/kubelet && -x $bin/coredns ]] || { say "no kubelet/coredns in $bin (tests/cluster/build.sh --node)"; exit 1; }
-  local pause_tar
-  pause_tar=$(node_pause_archive) || exit 1
+  for t in kubelet kube-proxy coredns; do
+    [[ -x $bin/$t ]] || { say "no $t in $bin (tests/cluster/build.sh --node)"; exit 1; }
+  done
+  node_pause_tar=$(node_pause_archive) || exit 1
   if ip link show "$node_bridge" >/dev/null 2>&1; then
     say "a link named $node_bridge exists already (another node? testcluster down, or set KOROVOD_NODE_BRIDGE)"
     exit 1
   fi
   node_record_host
   rm -rf --one-file-system "$node_dir"
-  mkdir -p "$node_dir"/{containerd,cni/net.d,cni/ipam,kubelet,kubelet-pki,pod-logs,volume-plugins,coredns}
+  mkdir -p "$node_dir"/{containerd,cni/net.d,cni/ipam,kubelet,kubelet-pki,pod-logs,volume-plugins,coredns,kube-proxy}
   : >"$node_dir/pids"
   echo "$node_name" >"$node_dir/name"
-  ln -sfn "$bin/kubelet" "$state/bin/kubelet"
-  ln -sfn "$bin/coredns" "$state/bin/coredns"
 
-  # The bridge exists before the CNI plugin's first pod, so CoreDNS and the kubelet can listen
-  # on its gateway address from the start (the bridge plugin takes an existing bridge as is).
+  # The bridge exists before the control plane and the CNI plugin's first pod, so the API
+  # server, CoreDNS and the kubelet can listen on its gateway address from the start (the bridge
+  # plugin takes an existing bridge as is).
   ip link add "$node_bridge" type bridge || node_fail "could not create the bridge $node_bridge"
   ip addr add "$node_gw/24" dev "$node_bridge" || node_fail "could not address $node_bridge"
   ip link set "$node_bridge" up || node_fail "could not bring $node_bridge up"
+}
+
+node_up() { # BIN: the directory with kubelet, kube-proxy and coredns (after node_prepare)
+  local bin=$1 t0=$SECONDS
+  local pause_tar=$node_pause_tar
+  ln -sfn "$bin/kubelet" "$state/bin/kubelet"
+  ln -sfn "$bin/kube-proxy" "$state/bin/kube-proxy"
+  ln -sfn "$bin/coredns" "$state/bin/coredns"
 
   cat >"$node_dir/cni/net.d/10-korovod.conflist" <<EOF
 {
@@ -346,6 +366,9 @@ podLogsDir: $node_dir/pod-logs
 volumePluginDir: $node_dir/volume-plugins
 failSwapOn: false
 failCgroupV1: false
+# 10 s, not 1 min: how often a pod is synced, and so how soon a changed ConfigMap reaches its
+# volume (the MPIJob's discover_hosts.sh, which an elastic job's driver reads when it is scaled).
+syncFrequency: 10s
 imageGCHighThresholdPercent: 100
 evictionHard:
   memory.available: 100Mi
@@ -360,7 +383,50 @@ EOF
     --cert-dir="$node_dir/kubelet-pki" --hostname-override="$node_name" --node-ip="$node_gw" --v=1
   node_wait_for "kubelet /healthz" healthz_http "$hport"
   node_wait_for "node $node_name Ready" node_ready
-  say "node $node_name up in $((SECONDS - t0))s: pods on $node_subnet (bridge $node_bridge), cluster DNS $node_gw (cluster.local)"
+
+  # kube-proxy, iptables mode: ClusterIP Services, above all `kubernetes` (10.0.0.1:443), whose
+  # endpoint is the API server on the bridge's address. It listens on 127.0.0.1 only, NodePorts
+  # on the bridge only, and leaves the host's conntrack settings and route_localnet alone (what
+  # it may change is recorded all the same and undone by node_down).
+  read -r -a ports <<<"$(free_ports 2)"
+  local pzport=${ports[0]} pmport=${ports[1]}
+  cat >"$node_dir/kube-proxy/config.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection:
+  kubeconfig: $node_dir/kubelet.kubeconfig
+hostnameOverride: $node_name
+bindAddress: $node_gw
+healthzBindAddress: 127.0.0.1:$pzport
+metricsBindAddress: 127.0.0.1:$pmport
+clusterCIDR: $node_subnet
+detectLocalMode: ClusterCIDR
+nodePortAddresses: [$node_subnet]
+oomScoreAdj: 0
+iptables:
+  localhostNodePorts: false
+  masqueradeAll: false
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+  udpTimeout: 0s
+  udpStreamTimeout: 0s
+EOF
+  node_start kube-proxy "$bin/kube-proxy" --config="$node_dir/kube-proxy/config.yaml" --v=1
+  node_wait_for "kube-proxy /healthz" curl -fsS --max-time 2 "http://127.0.0.1:$pzport/healthz"
+  node_wait_for "kube-proxy's rules for the kubernetes Service" node_kubernetes_service_rules
+  say "node $node_name up in $((SECONDS - t0))s: pods on $node_subnet (bridge $node_bridge), cluster DNS $node_gw (cluster.local), kube-proxy (kubernetes.default -> $node_gw)"
+}
+
+# kube-proxy has written the `kubernetes` Service's rules: its ClusterIP in KUBE-SERVICES.
+node_kubernetes_service_rules() {
+  local ip
+  ip=$(node_kubectl get service kubernetes -n default -o jsonpath='{.spec.clusterIP}') || return 1
+  [[ -n $ip ]] || return 1
+  iptables -t nat -S KUBE-SERVICES 2>/dev/null | grep -F -- "-d $ip/32" >/dev/null
 }
 
 healthz_http() { [[ $(curl -sS --max-time 2 "http://127.0.0.1:$1/healthz") == ok ]]; }
@@ -532,7 +598,7 @@ node_down() {
     mkdir -p "$node_record"
   fi
   local f
-  for f in mounts cgroups links iptables-chains ip6tables-chains iptables ip6tables; do touch "$node_record/$f"; done
+  for f in mounts cgroups links iptables-chains ip6tables-chains iptables ip6tables nft-tables; do touch "$node_record/$f"; done
   node_cgroups_clean
   for p in $(node_our_pids); do kill -KILL "$p" 2>/dev/null || true; done
   # 3. Mounts, the bridge and its veths, iptables, sysctls, fixed paths.
@@ -545,13 +611,13 @@ node_down() {
   node_iptables_clean
   node_sysctls_restore
   node_paths_clean
-  rm -f "$state/bin/kubelet" "$state/bin/coredns"
+  rm -f "$state/bin/kubelet" "$state/bin/kube-proxy" "$state/bin/coredns"
   # 4. Compare with the record.
   if [[ -f $node_record/paths ]]; then
     rm -rf "$node_dir.after"
     node_snapshot "$node_dir.after"
     local diffs
-    diffs=$(cd "$node_record" && for f in sysctl iptables ip6tables links mounts cgroups paths processes; do
+    diffs=$(cd "$node_record" && for f in sysctl iptables ip6tables nft-tables links mounts cgroups paths processes; do
       diff -u --label "before/$f" --label "after/$f" "$f" "$node_dir.after/$f" 2>&1 || true
     done)
     rm -rf "$node_dir.after"
