@@ -9,9 +9,37 @@ namespace {
 
 const char* check(bool yes) { return yes ? "X" : " "; }
 
+std::string path_of(const EnvMap& env) {
+  auto path = env.find("PATH");
+  return path == env.end() ? "" : path->second;
+}
+
+std::string frameworks_report(const std::vector<FrameworkCheck>& frameworks) {
+  std::string out;
+  for (const FrameworkCheck& f : frameworks) {
+    std::string how;
+    for (const std::string& word : f.command) {
+      if (!how.empty()) how += ' ';
+      how += word.find(' ') == std::string::npos ? word : "'" + word + "'";
+    }
+    out += fmt::format("    [{}] {:<11}({})\n", check(f.available), f.name, how);
+  }
+  return out;
+}
+
 }  // namespace
 
-BuildInfo detect_build_info(const EnvMap& env) {
+std::vector<FrameworkCheck> framework_checks(const EnvMap& env) {
+  const bool tf_wrapper = !find_in_path("korovod-tf-python", path_of(env)).empty();
+  const std::string tf_python = tf_wrapper ? "korovod-tf-python" : "python3";
+  return {
+      {"PyTorch", {"python3", "-c", "import korovod.torch"}, false},
+      {"TensorFlow", {tf_python, "-c", "import korovod.tensorflow"}, false},
+      {"Keras", {tf_python, "-c", "import korovod.keras"}, false},
+  };
+}
+
+BuildInfo detect_build_info(const EnvMap& env, const CommandProbe& probe) {
   BuildInfo info;
   info.version = KOROVODRUN_VERSION;
 #ifdef KOROVODRUN_WITH_MPI
@@ -20,8 +48,9 @@ BuildInfo detect_build_info(const EnvMap& env) {
 #ifdef KOROVODRUN_WITH_NCCL
   info.nccl = true;
 #endif
-  auto path = env.find("PATH");
-  info.mpirun = find_in_path("mpirun", path == env.end() ? "" : path->second);
+  info.mpirun = find_in_path("mpirun", path_of(env));
+  info.frameworks = framework_checks(env);
+  for (FrameworkCheck& f : info.frameworks) f.available = probe(f.command);
   return info;
 }
 
@@ -30,7 +59,7 @@ std::string check_build_report(const BuildInfo& b) {
       "korovod v{}:\n"
       "\n"
       "Available Frameworks:\n"
-      "    (Python packages: korovodrun cannot tell; python3 -c 'import korovod.torch' checks PyTorch)\n"
+      "{}"
       "\n"
       "Available Controllers:\n"
       "    [{}] MPI    (libkorovod_mpi.so, loaded by libkorovod.so under mpirun)\n"
@@ -43,7 +72,8 @@ std::string check_build_report(const BuildInfo& b) {
       "    [{}] MPI\n"
       "\n"
       "mpirun for --mpi: {}\n",
-      b.version, check(b.mpi), check(b.nccl), check(b.mpi), b.mpirun.empty() ? "not on PATH" : b.mpirun);
+      b.version, frameworks_report(b.frameworks), check(b.mpi), check(b.nccl), check(b.mpi),
+      b.mpirun.empty() ? "not on PATH" : b.mpirun);
 }
 
 }  // namespace korovod::launcher

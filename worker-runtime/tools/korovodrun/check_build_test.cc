@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 namespace korovod::launcher {
 namespace {
 
@@ -26,8 +29,41 @@ TEST(CheckBuild, ReportMarksWhatWasBuilt) {
 }
 
 TEST(CheckBuild, LooksMpirunUpOnTheGivenPath) {
-  EXPECT_TRUE(detect_build_info({{"PATH", "/nonexistent"}}).mpirun.empty());
-  EXPECT_FALSE(detect_build_info({{"PATH", "/nonexistent"}}).version.empty());
+  const CommandProbe none = [](const std::vector<std::string>&) { return false; };
+  EXPECT_TRUE(detect_build_info({{"PATH", "/nonexistent"}}, none).mpirun.empty());
+  EXPECT_FALSE(detect_build_info({{"PATH", "/nonexistent"}}, none).version.empty());
+}
+
+TEST(CheckBuild, ListsEachFrameworkAsItsImportCheckSays) {
+  std::vector<std::vector<std::string>> ran;
+  const CommandProbe only_torch = [&ran](const std::vector<std::string>& argv) {
+    ran.push_back(argv);
+    return argv.back() == "import korovod.torch";
+  };
+  const BuildInfo info = detect_build_info({{"PATH", "/nonexistent"}}, only_torch);
+  ASSERT_EQ(ran.size(), 3u);
+  EXPECT_EQ(ran[0], (std::vector<std::string>{"python3", "-c", "import korovod.torch"}));
+  // No korovod-tf-python on PATH: TensorFlow and Keras are asked of python3.
+  EXPECT_EQ(ran[1], (std::vector<std::string>{"python3", "-c", "import korovod.tensorflow"}));
+  EXPECT_EQ(ran[2], (std::vector<std::string>{"python3", "-c", "import korovod.keras"}));
+  const std::string report = check_build_report(info);
+  EXPECT_NE(report.find("[X] PyTorch    (python3 -c 'import korovod.torch')"), std::string::npos) << report;
+  EXPECT_NE(report.find("[ ] TensorFlow (python3 -c 'import korovod.tensorflow')"), std::string::npos) << report;
+  EXPECT_NE(report.find("[ ] Keras      (python3 -c 'import korovod.keras')"), std::string::npos) << report;
+}
+
+TEST(CheckBuild, AsksTheImagesTensorFlowWrapperWhenItIsOnPath) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "cb-tf-wrapper";
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path wrapper = dir / "korovod-tf-python";
+  { std::ofstream(wrapper) << "#!/bin/sh\n"; }
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  const std::vector<FrameworkCheck> checks = framework_checks({{"PATH", dir.string()}});
+  ASSERT_EQ(checks.size(), 3u);
+  EXPECT_EQ(checks[0].command.front(), "python3");
+  EXPECT_EQ(checks[1].command.front(), "korovod-tf-python");
+  EXPECT_EQ(checks[2].command.front(), "korovod-tf-python");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "check_build.h"
+#include "child_process.h"
 #include "cli.h"
 #include "elastic_launch.h"
 #include "job_signals.h"
@@ -41,7 +42,11 @@ int main(int argc, char** argv) {
   const LaunchOptions& o = parsed.options;
   const korovod::EnvMap caller_env = korovod::process_environment();
   if (o.check_build) {
-    fmt::print("{}", check_build_report(detect_build_info(caller_env)));
+    // Each framework check runs with the caller's environment; its output is not shown.
+    const CommandProbe probe = [&caller_env](const std::vector<std::string>& argv) {
+      return capture_output(ProcessSpec{argv, caller_env, false, {}}).is_ok();
+    };
+    fmt::print("{}", check_build_report(detect_build_info(caller_env, probe)));
     return 0;
   }
   if (o.controller == Controller::kMpi) return run_under_mpirun(o, caller_env);
