@@ -603,6 +603,10 @@ node_down() {
   for p in $(node_our_pids); do kill -KILL "$p" 2>/dev/null || true; done
   # 3. Mounts, the bridge and its veths, iptables, sysctls, fixed paths.
   node_unmount_all
+  # The control plane listens on the bridge's address (the API server) and talks to it: stop it
+  # before the address goes. Otherwise its clients' connections lose their address first, their
+  # FINs never reach the API server, and its graceful shutdown waits for them until killed.
+  if declare -F stop_all >/dev/null; then stop_all || rc=1; fi
   ip link del "$node_bridge" 2>/dev/null || true
   local l
   for l in $(ip -o link show 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | grep -E '^veth[0-9a-f]{8}$' || true); do
