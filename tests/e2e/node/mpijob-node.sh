@@ -238,9 +238,15 @@ launcher_log() { # JOB: the newest launcher pod's log
   [[ -n $p ]] && kn logs "$p" 2>/dev/null
 }
 wait_log() { # JOB REGEX TIMEOUT
-  local deadline=$((SECONDS + $3))
-  until launcher_log "$1" | grep -E -- "$2" >/dev/null; do
+  local deadline=$((SECONDS + $3)) out
+  until out=$(launcher_log "$1") && grep -E -- "$2" <<<"$out" >/dev/null; do
     [[ $(cond "$1" Failed) == True ]] && fail "MPIJob $1 Failed while waiting for '$2' in the launcher's log"
+    # korovodrun gives up a round when all its workers failed (e.g. exit 127: a script missing
+    # from the image); no need to wait out the timeout for that.
+    if grep -E "^korovodrun: every worker of round [0-9]+ has failed" <<<"$out" >/dev/null; then
+      echo "$out" | tail -n 20 >&2
+      fail "$1: every worker of a korovodrun round failed (launcher log above)"
+    fi
     ((SECONDS < deadline)) || { launcher_log "$1" >&2 || true; fail "no '$2' in $1's launcher log within $3s"; }
     sleep 1
   done
