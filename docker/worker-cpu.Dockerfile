@@ -74,13 +74,15 @@ COPY --from=build --chown=${MPIUSER_UID}:${MPIUSER_UID} /out/bin/pi /home/mpiuse
 COPY --from=build /out/python/korovod /usr/lib/python3/dist-packages/korovod
 # korovodrun on sshd's default PATH: the package's own binary (its RPATH finds korovod/lib).
 RUN ln -s /usr/lib/python3/dist-packages/korovod/bin/korovodrun /usr/local/bin/korovodrun
-COPY examples/pytorch/pytorch_digits.py examples/pytorch/pytorch_synthetic_benchmark.py /usr/local/bin/
+COPY examples/pytorch/pytorch_digits.py examples/pytorch/pytorch_synthetic_benchmark.py \
+     examples/pytorch/pytorch_elastic_digits.py /usr/local/bin/
 # TensorFlow (INSTALL_TENSORFLOW=true): its own venv, so PyPI's numpy never shadows the one Debian's
 # torch was built against; the korovod package is linked into it. The examples' shebang runs
 # korovod-tf-python, found on sshd's default PATH like the scripts.
 COPY docker/korovod-tf-python /usr/local/bin/korovod-tf-python
 COPY examples/tensorflow/keras_digits.py examples/tensorflow/tensorflow_digits.py \
-     examples/tensorflow/tensorflow_synthetic_benchmark.py /usr/local/bin/
+     examples/tensorflow/tensorflow_synthetic_benchmark.py examples/tensorflow/tensorflow_elastic_digits.py \
+     /usr/local/bin/
 # A build whose pip must trust an extra CA (a proxy's) gets it as the secret pip-cert (scripts/images
 # passes the host's PIP_CERT); it is mounted for this step only and stays out of the image.
 RUN --mount=type=secret,id=pip-cert \
@@ -95,7 +97,7 @@ RUN --mount=type=secret,id=pip-cert \
            "$(/opt/korovod/venv-tf/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/korovod" \
       && korovod-tf-python -c 'import korovod.tensorflow, korovod.keras' \
       && keras_digits.py --help >/dev/null && tensorflow_digits.py --help >/dev/null \
-      && tensorflow_synthetic_benchmark.py --help >/dev/null; \
+      && tensorflow_synthetic_benchmark.py --help >/dev/null && tensorflow_elastic_digits.py --help >/dev/null; \
     elif [ "${INSTALL_TENSORFLOW}" != "false" ]; then \
       echo "INSTALL_TENSORFLOW must be true or false, not '${INSTALL_TENSORFLOW}'" >&2; exit 1; \
     fi
@@ -110,7 +112,8 @@ RUN ldconfig \
  && korovodrun --help >/dev/null \
  && if [ "${INSTALL_TORCH}" = "true" ]; then \
       /usr/bin/python3 -c 'import korovod.torch' \
-      && pytorch_digits.py --help >/dev/null && pytorch_synthetic_benchmark.py --help >/dev/null; \
+      && pytorch_digits.py --help >/dev/null && pytorch_synthetic_benchmark.py --help >/dev/null \
+      && pytorch_elastic_digits.py --help >/dev/null; \
     fi
 # The examples' launchers run mpirun as root (no runAsUser), as mpi-operator's do; Open MPI
 # refuses that unless told it is meant. A pod that runs as mpiuser is unaffected.

@@ -94,7 +94,8 @@ COPY --from=build --chown=${MPIUSER_UID}:${MPIUSER_UID} /out/bin/pi /home/mpiuse
 COPY --from=build /out/python/korovod /usr/lib/python3/dist-packages/korovod
 # korovodrun on sshd's default PATH: the package's own binary (its RPATH finds korovod/lib).
 RUN ln -s /usr/lib/python3/dist-packages/korovod/bin/korovodrun /usr/local/bin/korovodrun
-COPY examples/pytorch/pytorch_digits.py examples/pytorch/pytorch_synthetic_benchmark.py /usr/local/bin/
+COPY examples/pytorch/pytorch_digits.py examples/pytorch/pytorch_synthetic_benchmark.py \
+     examples/pytorch/pytorch_elastic_digits.py /usr/local/bin/
 # No GPU (and so no libcuda.so.1 from the driver) exists at build time: everything else the
 # tools and the runtime link must resolve.
 RUN ldconfig \
@@ -108,7 +109,8 @@ RUN ldconfig \
  && korovodrun --help >/dev/null \
  && if [ "${INSTALL_TORCH}" = "true" ]; then \
       /usr/bin/python3 -c 'import korovod.torch' \
-      && pytorch_digits.py --help >/dev/null && pytorch_synthetic_benchmark.py --help >/dev/null; \
+      && pytorch_digits.py --help >/dev/null && pytorch_synthetic_benchmark.py --help >/dev/null \
+      && pytorch_elastic_digits.py --help >/dev/null; \
     fi
 # The examples' launchers run mpirun as root (no runAsUser), as mpi-operator's do; Open MPI
 # refuses that unless told it is meant. A pod that runs as mpiuser is unaffected.

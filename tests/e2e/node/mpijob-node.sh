@@ -22,10 +22,7 @@
 #   6. helm uninstall, testcluster down, and the host as before (as this script sees it).
 # Cleans up on failure (trap: helm uninstall is not needed, `testcluster down` takes it all).
 # Skips (77) when not root, or when the docker daemon or an image is missing (saying which).
-# The examples' workers request 1 CPU each (requests default to limits): on a node with fewer
-# than 2.2 allocatable CPUs (this 2-core machine) the second cannot be scheduled, so there the
-# examples are applied with the workers' requests.cpu set to 250m (limits unchanged), and the
-# log says so.
+# The examples are applied as written (their workers request 500m CPU, so two fit this 2-CPU node).
 #
 # usage: tests/e2e/node/mpijob-node.sh [--state-dir DIR] [--keep-on-failure] [--launcher-env N=V]...
 #   --launcher-env N=V  add an env var to every job's launcher (e.g. OMPI_ALLOW_RUN_AS_ROOT=1 and
@@ -299,13 +296,10 @@ delete_and_check() { # JOB: kubectl delete mpijob; nothing of it stays in the AP
   done
 }
 deleted_uids=""
-# apply_job FILE: kubectl apply of FILE, as is unless the node is too small for the examples'
-# worker CPU requests or --launcher-env was given; then through `kubectl patch --local`, saying so.
+# apply_job FILE: kubectl apply of FILE, as is unless --launcher-env or --worker-file was given;
+# then through `kubectl patch --local`, saying so.
 apply_job() {
   local file=$1 ops=() e
-  if ((cpu_short)) && [[ $file == "$src/examples/"* ]]; then
-    ops+=('{"op":"add","path":"/spec/mpiReplicaSpecs/Worker/template/spec/containers/0/resources/requests","value":{"cpu":"250m"}}')
-  fi
   if ((${#launcher_env[@]})); then
     local vals=()
     for e in "${launcher_env[@]}"; do vals+=("{\"name\":\"${e%%=*}\",\"value\":\"${e#*=}\"}"); done
@@ -331,14 +325,6 @@ apply_job() {
   k patch --local -f "$file" --type=json --patch-file "$work/patch.json" -o yaml >"$work/patched.yaml"
   kn apply -f "$work/patched.yaml" >/dev/null
 }
-alloc_cpu=$(k get node korovod-node -o jsonpath='{.status.allocatable.cpu}')
-case $alloc_cpu in *m) alloc_m=${alloc_cpu%m} ;; *) alloc_m=$((alloc_cpu * 1000)) ;; esac
-cpu_short=0
-if ((alloc_m < 2200)); then
-  cpu_short=1
-  log "the node has $alloc_cpu allocatable CPU(s): the examples' two workers at 1 CPU each, their launcher and the operator do not fit; their workers get requests.cpu 250m"
-fi
-
 # --- 2. the example, unchanged --------------------------------------------------------------------
 t0=$SECONDS
 apply_job "$src/examples/pytorch/pytorch_digits.yaml"
