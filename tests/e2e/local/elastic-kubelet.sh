@@ -54,7 +54,7 @@ case $workload in
   *) fail "--workload must be pytorch or contract, not '$workload'" ;;
 esac
 # The kubelet's node has this machine's cores (2 here): requests small enough for 4 pods.
-sed -i -E 's/cpu: "1"/cpu: 100m/' "$manifest"
+sed -i -E 's/cpu: ("1"|500m)/cpu: 100m/' "$manifest"
 # No cluster DNS here: the workers' names (<pod>.<job>.<ns>.svc) do not resolve. The example's
 # korovodrun command runs unchanged: when its first discovery already lists workers it cannot
 # route to by name, its store listens on this machine's default-route address and says so
