@@ -1,5 +1,7 @@
-// Golden objects for each MPI implementation and option set. The goldens in testdata/ were
-// checked by hand against docs/mpijob-semantics.md (names, labels, env order, volumes, modes).
+// Golden objects for each MPI implementation and option set: the whole of every object, so that
+// no field changes unseen. The goldens are korovod's own output; what they must agree with, field
+// by field, is checked independently by semantics_test.cc against
+// testdata/mpi-operator-v0.8-objects.json. Updating a golden: docs/testing.md, "Goldens".
 #include <gtest/gtest.h>
 
 #include "mpijob/builders.h"

@@ -1,5 +1,6 @@
 // Shared test fixtures for the MPIJob tests: sample jobs, observed pods, a fixed key generator
-// and golden-file comparison (KOROVOD_UPDATE_GOLDEN=1 rewrites the files).
+// and golden-file comparison (KOROVOD_UPDATE_GOLDEN=1 rewrites the files and skips the check:
+// docs/testing.md, "Goldens").
 #pragma once
 
 #include <string>
