@@ -13,29 +13,44 @@ exe=$1
 np=$2
 shift 2
 here=$(dirname "$0")
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# A port below the ephemeral range, as testcluster takes its own; a job whose rank 0 found it taken
+# after all (another test drew it too) runs again on another one.
+free_port=$here/../../tests/python/shared/free_port.py
 out=$(mktemp -d)
 python3 -c 'import secrets; print(secrets.token_hex(32))' >"$out/secret"
 chmod 600 "$out/secret"
-python3 "$here/tcp_intruder.py" "127.0.0.1:$port" --seconds 4 >"$out/intruder" 2>&1 &
-intruder=$!
-# The intruder is waiting at the port before the store opens it (a fixed sleep was too short
-# under load for a --crash job, which lasts about 0.1 s).
-for ((i = 0; i < 200; i++)); do grep -q INTRUDER-READY "$out/intruder" 2>/dev/null && break; sleep 0.05; done
-grep -q INTRUDER-READY "$out/intruder" || { cat "$out/intruder"; echo "the intruder did not start in 10 s"; exit 1; }
 # A job that lasts while the intruder works (not with --crash: its ranks die mid-collective).
 steps=(--steps 20 --pause-ms 100)
 [[ " $* " == *" --crash "* ]] && steps=()
-pids=()
-for ((r = 0; r < np; r++)); do
-  KOROVOD_RENDEZVOUS_ADDR=127.0.0.1 KOROVOD_RENDEZVOUS_PORT=$port KOROVOD_RANK=$r KOROVOD_SIZE=$np \
-    KOROVOD_JOB_SECRET_FILE="$out/secret" KOROVOD_START_TIMEOUT=20 \
-    timeout 60 "$exe" "${steps[@]}" "$@" >"$out/$r.log" 2>&1 &
-  pids+=($!)
+
+launch() {
+  local port=$1 r p
+  shift
+  rm -f "$out"/*.log "$out/intruder"
+  python3 "$here/tcp_intruder.py" "127.0.0.1:$port" --seconds 4 >"$out/intruder" 2>&1 &
+  intruder=$!
+  # The intruder is waiting at the port before the store opens it (a fixed sleep was too short
+  # under load for a --crash job, which lasts about 0.1 s).
+  for ((i = 0; i < 200; i++)); do grep -q INTRUDER-READY "$out/intruder" 2>/dev/null && break; sleep 0.05; done
+  grep -q INTRUDER-READY "$out/intruder" || { cat "$out/intruder"; echo "the intruder did not start in 10 s"; exit 1; }
+  pids=()
+  for ((r = 0; r < np; r++)); do
+    KOROVOD_RENDEZVOUS_ADDR=127.0.0.1 KOROVOD_RENDEZVOUS_PORT=$port KOROVOD_RANK=$r KOROVOD_SIZE=$np \
+      KOROVOD_JOB_SECRET_FILE="$out/secret" KOROVOD_START_TIMEOUT=20 \
+      timeout 60 "$exe" "${steps[@]}" "$@" >"$out/$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  wait "$intruder"
+  intruder_rc=$?
+}
+
+for attempt in 1 2 3 4 5; do
+  port=$(python3 "$free_port") || exit 1
+  launch "$port" "$@"
+  grep -q "Address already in use" "$out/0.log" || break
+  echo "port $port was taken before rank 0 could bind it (attempt $attempt); again on another port"
 done
-for p in "${pids[@]}"; do wait "$p"; done
-wait "$intruder"
-intruder_rc=$?
 cat "$out"/*.log "$out/intruder"
 if [[ " $* " == *" --crash "* ]]; then want=$((np - 1)); tag=TCP-WORKER-CRASH-OK; else want=$np; tag=TCP-WORKER-OK; fi
 got=$(cat "$out"/*.log | grep -c "$tag")

@@ -8,7 +8,6 @@ These jobs take about a minute each on 2 cores, so they run in the one-process c
 (python.tf<X.Y>.single) only."""
 
 import os
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -18,6 +17,7 @@ import pytest
 
 import korovod
 import korovod.tensorflow as hvd
+from free_port import retry_on_address_in_use
 
 WORKER = Path(__file__).with_name("keras_backend_worker.py")
 _LAUNCHER_VARIABLES = ("OMPI_", "PMIX_", "PMI_", "HYDRA_", "MPI_LOCALNRANKS", "KOROVOD_RANK", "KOROVOD_SIZE",
@@ -30,14 +30,11 @@ def _one_process_job_only():
         pytest.skip("starts its own 2-process jobs; runs in the one-process configuration only (CI time)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _run_job(python: str, backend: str, extra_path: str = "", passes: str = "1", size: int = 2, timeout: float = 300):
-    port = _free_port()
+    return retry_on_address_in_use(lambda port: _run_job_on(port, python, backend, extra_path, passes, size, timeout))
+
+
+def _run_job_on(port: int, python: str, backend: str, extra_path: str, passes: str, size: int, timeout: float):
     package_root = str(Path(korovod.__file__).resolve().parents[1])
     outputs, procs = [], []
     for rank in range(size):

@@ -4,7 +4,6 @@ rank: a lost peer raises HorovodInternalError, Ctrl-C reaches a blocked wait, an
 from rank 0; the other ranks skip it."""
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,17 +12,12 @@ import pytest
 
 import korovod
 import korovod.torch as hvd
+from free_port import retry_on_address_in_use
 
 WORKER = Path(__file__).with_name("tcp_job_worker.py")
 pytestmark = pytest.mark.once_per_interpreter  # the jobs here do not depend on the outer one
 _LAUNCHER_VARIABLES = ("OMPI_", "PMIX_", "PMI_", "HYDRA_", "MPI_LOCALNRANKS", "KOROVOD_RANK", "KOROVOD_SIZE",
                        "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_GLOO", "KOROVOD_RENDEZVOUS")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def job_environment(rank: int, size: int, port: int) -> dict:
@@ -37,7 +31,10 @@ def job_environment(rank: int, size: int, port: int) -> dict:
 
 def run_job(scenario: str, size: int = 2, timeout: float = 90):
     """Outputs of every rank of a `size`-process job running tcp_job_worker.py `scenario`."""
-    port = free_port()
+    return retry_on_address_in_use(lambda port: _run_job_on(port, scenario, size, timeout))
+
+
+def _run_job_on(port: int, scenario: str, size: int, timeout: float):
     procs = [subprocess.Popen([sys.executable, str(WORKER), scenario], env=job_environment(r, size, port),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(size)]
     outputs = []
