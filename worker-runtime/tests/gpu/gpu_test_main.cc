@@ -230,7 +230,8 @@ int run(const Args& args) {
     (void)(*created)->shutdown();
   }
   if (!total.is_ok()) {
-    std::fprintf(stderr, "[rank %d] CHECK FAILED: the verdict's allreduce: %s\n", rank, total.status().to_string().c_str());
+    std::fprintf(stderr, "[rank %d] CHECK FAILED: the verdict's allreduce: %s\n", rank,
+                 total.status().to_string().c_str());
     return 1;
   }
   if (rank == 0) {
