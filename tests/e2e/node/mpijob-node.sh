@@ -66,95 +66,43 @@ for img in "$operator_image" "$worker_image"; do
     { echo "SKIP: image $img missing (scripts/images build makes it)"; exit 77; }
 done
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
 log() { echo "mpijob-node: [$((SECONDS))s] $*" >&2; }
 times=()
 mark() { times+=("$1 $(($SECONDS - ${2:-0}))s"); }
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/korovod-mpijob-node-work-XXXXXX")
 ns=mpijob-node
 release=korovod
 release_ns=korovod-system
-up=0
-cleanup() {
-  local rc=$?
-  trap - EXIT
-  if ((up)); then
-    if ((rc != 0)); then
-      log "failed; what the cluster shows follows"
-      {
-        echo "----- kubectl get mpijobs,pods,jobs,services,networkpolicies -A -----"
-        kubectl get mpijobs,pods,jobs,services,networkpolicies -A -o wide 2>&1 || true
-        for j in $(kubectl -n "$ns" get mpijobs -o name 2>/dev/null); do
-          echo "----- $j status -----"
-          kubectl -n "$ns" get "$j" -o jsonpath='{.status}' 2>&1 || true; echo
-        done
-        echo "----- events in $ns -----"
-        kubectl -n "$ns" get events --sort-by=.lastTimestamp 2>&1 | tail -n 40 || true
-        echo "----- operator log -----"
-        kubectl -n "$release_ns" logs deploy/"$release"-korovod-operator --tail=60 2>&1 || true
-        for p in $(kubectl -n "$ns" get pods -o name 2>/dev/null); do
-          echo "----- last 30 lines of $p -----"
-          kubectl -n "$ns" logs "$p" --tail=30 2>&1 || true
-        done
-        for f in kubelet kube-proxy containerd; do
-          echo "----- last 30 lines of $state/logs/$f.log -----"
-          tail -n 30 "$state/logs/$f.log" 2>/dev/null || true
-        done
-      } >&2
-      if ((keep_on_failure)); then
-        log "--keep-on-failure: the node stays up in $state (take it down: $tc down --state-dir $state)"
-        rm -rf "$work"
-        exit "$rc"
-      fi
-    fi
-    "$tc" down --state-dir "$state" >&2 || { log "testcluster down failed"; rc=1; }
-  fi
-  rm -rf "$work"
-  exit "$rc"
+node_failure_report() {
+  log "failed; what the cluster shows follows"
+  echo "----- kubectl get mpijobs,pods,jobs,services,networkpolicies -A -----"
+  kubectl get mpijobs,pods,jobs,services,networkpolicies -A -o wide 2>&1 || true
+  for j in $(kubectl -n "$ns" get mpijobs -o name 2>/dev/null); do
+    echo "----- $j status -----"
+    kubectl -n "$ns" get "$j" -o jsonpath='{.status}' 2>&1 || true; echo
+  done
+  echo "----- events in $ns -----"
+  kubectl -n "$ns" get events --sort-by=.lastTimestamp 2>&1 | tail -n 40 || true
+  echo "----- operator log -----"
+  kubectl -n "$release_ns" logs deploy/"$release"-korovod-operator --tail=60 2>&1 || true
+  for p in $(kubectl -n "$ns" get pods -o name 2>/dev/null); do
+    echo "----- last 30 lines of $p -----"
+    kubectl -n "$ns" logs "$p" --tail=30 2>&1 || true
+  done
+  for f in kubelet kube-proxy containerd; do
+    echo "----- last 30 lines of $state/logs/$f.log -----"
+    tail -n 30 "$state/logs/$f.log" 2>/dev/null || true
+  done
 }
-trap cleanup EXIT
+trap node_cleanup EXIT
 
-# The host as this script sees it (independent of testcluster's own record).
-bridge=${KOROVOD_NODE_BRIDGE:-korovod0}
-host_state() {
-  local s v t
-  for s in vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops \
-    kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward \
-    net.ipv4.conf.all.route_localnet net.netfilter.nf_conntrack_max \
-    net.netfilter.nf_conntrack_tcp_timeout_established net.bridge.bridge-nf-call-iptables; do
-    echo "sysctl $s $(sysctl -n "$s" 2>/dev/null || echo -)"
-  done
-  for v in iptables ip6tables; do
-    for t in filter nat mangle raw; do
-      "$v" -t "$t" -S 2>/dev/null | grep -E -- 'KUBE-|CNI-' | sed "s/^/$v $t /" || true
-    done
-  done
-  nft list tables 2>/dev/null | grep -F kube-proxy | sed 's/^/nft /' || true
-  ip -o link show | awk -F': ' '{sub(/@.*/, "", $2); print $2}' |
-    grep -E "^($bridge|veth[0-9a-f]{8})$" | sed 's/^/link /' || true
-  awk '{print $5}' /proc/self/mountinfo | grep -E "^($state/|/var/lib/kubelet|/run/netns|/run/containerd)" |
-    sed 's/^/mount /' || true
-  find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d -name 'kubepods*' 2>/dev/null | sed 's/^/cgroup /' || true
-  for s in /var/lib/kubelet /var/log/containers /var/log/pods /var/lib/cni /run/containerd /run/netns /run/xtables.lock; do
-    [[ -e $s ]] && echo "path $s"
-  done
-  grep -lsF -f <(echo "$state/") /proc/[0-9]*/cmdline 2>/dev/null | grep -vxF "/proc/$$/cmdline" |
-    sed 's/^/process /' || true
-  return 0
-}
-if [[ -d $state/node-record || -d $state/node ]]; then
-  log "taking down a node a killed run left in $state"
-  "$tc" down --state-dir "$state" >&2 || fail "could not take down the node left in $state"
-fi
-host_state | sort >"$work/host-before"
+node_record_host_before
 
 t0=$SECONDS
-log "testcluster up --node (state $state)"
-up=1
-"$tc" up --node --state-dir "$state" >"$work/env" || fail "testcluster up --node failed"
-# shellcheck disable=SC1091
-source "$work/env"
+node_up
 export HELM_CACHE_HOME=$work/helm/cache HELM_CONFIG_HOME=$work/helm/config HELM_DATA_HOME=$work/helm/data
 command -v helm >/dev/null || fail "no helm in $state/bin (tests/cluster/helm.sh builds it)"
 mark "up --node" "$t0"
@@ -437,14 +385,7 @@ helm uninstall "$release" --namespace "$release_ns" --wait --timeout 60s >/dev/n
 k -n "$release_ns" wait --for=delete pod/"$op_pod" --timeout=60s >/dev/null 2>&1 ||
   fail "the operator pod $op_pod outlived helm uninstall by 60s"
 [[ -z $(k -n "$release_ns" get all -o name) ]] || { k -n "$release_ns" get all >&2; fail "helm uninstall left the above"; }
-log "testcluster down"
-up=0
-"$tc" down --state-dir "$state" >&2 || fail "testcluster down failed (it says what it left)"
-host_state | sort >"$work/host-after"
-if ! diff -u "$work/host-before" "$work/host-after" >"$work/host.diff"; then
-  cat "$work/host.diff" >&2
-  fail "the host is not as before the node (diff above: - before, + after)"
-fi
+node_down_and_check_host
 mark "uninstall + down + host check" "$t0"
 log "times: $(printf '%s; ' "${times[@]}")"
 echo "PASS: operator by helm in-cluster, pytorch_digits.yaml Succeeded, worker kill handled, delete leaves nothing, elastic scale 2->3->1, NetworkPolicy created (not enforced by the bridge CNI), host restored"

@@ -32,76 +32,23 @@ while (($#)); do
 done
 [[ $(id -u) == 0 ]] || { echo "SKIP: a real node needs root"; exit 77; }
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
 log() { echo "real-node: [$((SECONDS))s] $*" >&2; }
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/korovod-real-node-work-XXXXXX")
 ns=real-node-$$
-up=0
-cleanup() {
-  local rc=$?
-  trap - EXIT
-  if ((up)); then
-    if ((rc != 0)); then
-      log "failed; node logs follow"
-      for f in kubelet containerd coredns; do
-        echo "----- last 30 lines of $state/logs/$f.log -----" >&2
-        tail -n 30 "$state/logs/$f.log" >&2 2>/dev/null || true
-      done
-      if ((keep_on_failure)); then
-        log "--keep-on-failure: the node stays up in $state (take it down: $tc down --state-dir $state)"
-        rm -rf "$work"
-        exit "$rc"
-      fi
-    fi
-    "$tc" down --state-dir "$state" >&2 || { log "testcluster down failed"; rc=1; }
-  fi
-  rm -rf "$work"
-  exit "$rc"
+node_failure_report() {
+  log "failed; node logs follow"
+  for f in kubelet containerd coredns; do
+    echo "----- last 30 lines of $state/logs/$f.log -----"
+    tail -n 30 "$state/logs/$f.log" 2>/dev/null || true
+  done
 }
-trap cleanup EXIT
+trap node_cleanup EXIT
 
-# The host as this script sees it (independent of testcluster's own record).
-bridge=${KOROVOD_NODE_BRIDGE:-korovod0}
-host_state() {
-  local s v t
-  for s in vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops \
-    kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward; do
-    echo "sysctl $s $(sysctl -n "$s" 2>/dev/null || echo -)"
-  done
-  for v in iptables ip6tables; do
-    for t in filter nat mangle raw; do
-      "$v" -t "$t" -S 2>/dev/null | grep -E -- 'KUBE-|CNI-' | sed "s/^/$v $t /" || true
-    done
-  done
-  ip -o link show | awk -F': ' '{sub(/@.*/, "", $2); print $2}' |
-    grep -E "^($bridge|veth[0-9a-f]{8})$" | sed 's/^/link /' || true
-  awk '{print $5}' /proc/self/mountinfo | grep -E "^($state/|/var/lib/kubelet|/run/netns|/run/containerd)" |
-    sed 's/^/mount /' || true
-  find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d -name 'kubepods*' 2>/dev/null | sed 's/^/cgroup /' || true
-  for s in /var/lib/kubelet /var/log/containers /var/log/pods /var/lib/cni /run/containerd /run/netns; do
-    [[ -e $s ]] && echo "path $s"
-  done
-  # The pattern from a file: on grep's own command line it would find grep.
-  grep -lsF -f <(echo "$state/") /proc/[0-9]*/cmdline 2>/dev/null | grep -vxF "/proc/$$/cmdline" |
-    sed 's/^/process /' || true
-  return 0
-}
-# A run killed before its trap (ctest's timeout) left a node here: take it down first, so that
-# "before" is the host without it.
-if [[ -d $state/node-record || -d $state/node ]]; then
-  log "taking down a node a killed run left in $state"
-  "$tc" down --state-dir "$state" >&2 || fail "could not take down the node left in $state"
-fi
-host_state | sort >"$work/host-before"
-log "host before: $(wc -l <"$work/host-before") lines recorded"
-
-log "testcluster up --node (state $state)"
-up=1
-"$tc" up --node --state-dir "$state" >"$work/env" || fail "testcluster up --node failed"
-# shellcheck disable=SC1091
-source "$work/env"
-[[ -n ${CONTAINERD_ADDRESS:-} ]] || fail "testcluster env names no CONTAINERD_ADDRESS"
+node_record_host_before
+node_up
 k() { kubectl --request-timeout=30s "$@"; }
 node=$(k get nodes -o jsonpath='{.items[0].metadata.name}')
 [[ -n $node ]] || fail "no node registered"
@@ -220,7 +167,7 @@ left_on_node() {
   local u
   ctr containers ls -q | sed 's/^/container /'
   ctr tasks ls -q 2>/dev/null | sed 's/^/task /'
-  ip -o link show master "$bridge" 2>/dev/null | awk -F': ' '{print "veth " $2}'
+  ip -o link show master "$node_bridge" 2>/dev/null | awk -F': ' '{print "veth " $2}'
   ls "$state/node/cni/ipam/korovod-node" 2>/dev/null | grep -E '^[0-9]+\.' | sed 's/^/ip /'
   for u in $uids; do
     find /sys/fs/cgroup -maxdepth 5 -type d -name "pod$u" 2>/dev/null | sed 's/^/cgroup /'
@@ -236,13 +183,5 @@ until [[ -z $(left_on_node) ]]; do
 done
 log "the node holds nothing of the deleted pods"
 
-log "testcluster down"
-up=0
-"$tc" down --state-dir "$state" >&2 || fail "testcluster down failed (it says what it left)"
-host_state | sort >"$work/host-after"
-if ! diff -u "$work/host-before" "$work/host-after" >"$work/host.diff"; then
-  cat "$work/host.diff" >&2
-  fail "the host is not as before the node (diff above: - before, + after)"
-fi
-log "the host is as before ($(wc -l <"$work/host-before") lines compared)"
+node_down_and_check_host
 echo "PASS: real node: pods, DNS, pod-to-pod, logs, exec, cleanup, host restored"
