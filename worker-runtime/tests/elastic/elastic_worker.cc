@@ -1,10 +1,10 @@
 // The worker side of rt_elastic_chaos (elastic_chaos_main.cc starts it as `--worker`): an elastic
 // worker as a training script would be, on the C++ API. Per round: init (joining the driver's
-// newest round), checked allreduces, shutdown; a failed collective is reported with the time it
-// was seen (steady clock: CLOCK_MONOTONIC, the driver's clock too), then one more allreduce is
-// tried (it must fail as well, with the same error), then a reset. After
-// the last round it compares its threads, descriptors and /dev/shm entries with those it had
-// before the first init.
+// newest round), checked allreduces, shutdown; a failed collective is reported with the times it
+// was submitted and its error was seen (steady clock: CLOCK_MONOTONIC, the driver's clock too),
+// then one more allreduce is tried (it must fail as well, with the same error), then a reset.
+// After the last round it compares its threads, descriptors and /dev/shm entries with those it
+// had before the first init.
 #include "elastic_worker.h"
 
 #include <dirent.h>
@@ -48,9 +48,11 @@ int64_t now_ns() {
 }
 
 // One allreduce of `floats` values, checked; the tensor name is the same on every rank.
-Status checked_allreduce(Runtime& rt, int step, std::vector<float>& x) {
+// `submitted`: when it was handed to the runtime (now_ns()).
+Status checked_allreduce(Runtime& rt, int step, std::vector<float>& x, int64_t* submitted = nullptr) {
   for (float& v : x) v = static_cast<float>(rt.rank() + 1);
   TensorView t{x.data(), DataType::kFloat32, {static_cast<int64_t>(x.size())}, kCpuDevice};
+  if (submitted) *submitted = now_ns();
   Result<Handle> h = rt.allreduce(fmt::format("step{}", step), t, t, ReduceOp::kSum);
   Status s = h.is_ok() ? rt.wait(*h) : h.status();
   if (h.is_ok()) rt.release(*h);
@@ -82,8 +84,9 @@ bool run_rounds(const WorkerArgs& args) {
     const bool until_lost = args.until_lost_round == round;
     if (until_lost && args.hold_rank == r.rank()) std::this_thread::sleep_for(std::chrono::hours(1));
     Status failed = Status::ok();
+    int64_t submitted = 0;  // of the last allreduce: the one that failed, if one did
     for (int step = 0; failed.is_ok() && (until_lost || step < args.steps); ++step) {
-      failed = checked_allreduce(r, step, x);
+      failed = checked_allreduce(r, step, x, &submitted);
     }
     if (!failed.is_ok()) {
       const int64_t seen = now_ns();
@@ -91,8 +94,8 @@ bool run_rounds(const WorkerArgs& args) {
         fmt::print("WORKER-FAILED round {} rank {}: {}\n", round, r.rank(), failed.to_string());
         return false;
       }
-      fmt::print("LOST round {} rank {} at {} code {}: {}\n", round, r.rank(), seen, static_cast<int>(failed.code()),
-                 failed.message());
+      fmt::print("LOST round {} rank {} at {} submitted {} code {}: {}\n", round, r.rank(), seen, submitted,
+                 static_cast<int>(failed.code()), failed.message());
       // The operations after a failure fail too, naming the same lost peer.
       const Status next = checked_allreduce(r, args.steps + 1, x);
       fmt::print("NEXT round {} rank {} code {}: {}\n", round, r.rank(), static_cast<int>(next.code()),
