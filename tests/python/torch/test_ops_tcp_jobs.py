@@ -64,7 +64,11 @@ def test_ctrl_c_reaches_a_blocked_wait_within_a_second_or_two():
     outputs = run_job("interrupt")
     line = next((l for l in outputs[0].splitlines() if l.startswith("INTERRUPT-OK")), None)
     assert line is not None, outputs[0]
-    assert float(line.split()[1].rstrip("s")) < 3.0, line
+    print(line)  # the time, for pytest -s
+    # From the signal to the KeyboardInterrupt: the wait looks for signals every second, so 2 s
+    # leaves a second for a loaded machine (measured from the signal, not from the wait's start,
+    # so a late timer thread does not count).
+    assert float(line.split()[1].rstrip("s")) < 2.0, line
 
 
 def test_init_shutdown_init_without_mpirun():
