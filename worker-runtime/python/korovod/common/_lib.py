@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from ctypes import POINTER, c_char_p, c_double, c_int, c_int32, c_int64, c_void_p
+from ctypes import POINTER, c_char_p, c_double, c_int, c_int32, c_int64, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 from typing import Optional
 
@@ -76,6 +76,10 @@ _SIGNATURES = {
     "korovod_destroy": ([_rt], None),
     "korovod_is_initialized": ([_rt], c_int),
     "korovod_last_error": ([_rt], c_char_p),
+    # elastic mode (korovod.common.elastic; optional: a library without them cannot run elastic jobs)
+    "korovod_elastic_round": ([_rt], c_int64),
+    "korovod_elastic_hosts_version": ([POINTER(c_uint64), POINTER(c_uint32), c_char_p, c_int], c_int),
+    "korovod_elastic_published_round": ([POINTER(c_uint64), c_char_p, c_int], c_int),
     # queries
     "korovod_rank": ([_rt], c_int),
     "korovod_size": ([_rt], c_int),

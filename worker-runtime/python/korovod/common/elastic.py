@@ -58,15 +58,6 @@ def _update_from_store_kind(kind: int) -> HostUpdateResult:
     return update or HostUpdateResult.mixed
 
 
-def _declared(lib: ctypes.CDLL, name: str, argtypes: list, restype=ctypes.c_int) -> Optional[Callable]:
-    """lib's function `name` with its C signature, or None for a library without it."""
-    fn = getattr(lib, name, None)
-    if fn is not None and fn.argtypes is None:
-        fn.argtypes = argtypes
-        fn.restype = restype
-    return fn
-
-
 def _store_read(fn: Callable, *outputs) -> None:
     """Calls a store-reading function of the C ABI (outputs..., error_text, error_len)."""
     from korovod.common import _lib, basics
@@ -95,12 +86,10 @@ class StoreWatch:
 
         rt = basics.state.require()
         lib = rt.lib
-        text = [ctypes.c_char_p, ctypes.c_int]
-        u64 = ctypes.POINTER(ctypes.c_uint64)
-        version_fn = _declared(lib, "korovod_elastic_hosts_version",
-                               [u64, ctypes.POINTER(ctypes.c_uint32)] + text)
-        joined_fn = _declared(lib, "korovod_elastic_round", [ctypes.c_void_p], ctypes.c_int64)
-        published_fn = _declared(lib, "korovod_elastic_published_round", [u64] + text)
+        # Declared by _lib.py; None in a library older than them.
+        version_fn = getattr(lib, "korovod_elastic_hosts_version", None)
+        joined_fn = getattr(lib, "korovod_elastic_round", None)
+        published_fn = getattr(lib, "korovod_elastic_published_round", None)
         if version_fn is None or joined_fn is None:
             raise RuntimeError(f"{getattr(lib, '_name', 'libkorovod')} has no korovod_elastic_round "
                                "or korovod_elastic_hosts_version: it cannot run elastic jobs")
