@@ -346,8 +346,7 @@ int main(int argc, char** argv) {
   // What a korovod binary's main does before its first RestClient (operator/kube/README.md):
   // a small cpprestsdk pool, and no system CA bundle parsed per TLS connection.
   kube::HttpRuntimeOptions runtime;
-  // 2 pool threads: 270-320 us of client CPU per create against 320-400 us with 4, at the same
-  // or better throughput (alternating runs on the 2-core VM, docs/benchmarks.md).
+  // 2 pool threads: less client CPU per create than 4 (bench/results/2026-11-22-kube-client.md).
   runtime.threads = 2;
   runtime.skip_default_verify_paths = true;
   kube::configure_http_runtime(runtime);

@@ -194,12 +194,7 @@ int korovod_enqueue_async(korovod_runtime* rt, int type, const char* name, void*
   korovod::Result<korovod::Handle> h = queue_one(
       rt, f, std::move(event), [&](PreparedOp& p) { return complete_async(p, alloc, done, arg); }, runtime);
   if (!h.is_ok()) return fail(rt, h.status());
-  // Nobody waits for this op, and a waiting caller is what fails an op enqueued after the engine
-  // stopped (cycle_driver_wait.cc; it would otherwise never end) and what drives the cycles
-  // right after an enqueue. So: a wait that does not wait (those checks only), then a poll, which
-  // wakes the background thread for an op still pending -- it would otherwise start it only at
-  // its next timer tick. (Waiting here for a while instead, driving the cycles on this thread,
-  // made TensorFlow's graph ops slower: bench/tensorflow/graph_ops.py, docs/benchmarks.md.)
+  // No caller waits for it: a zero wait fails it if the engine stopped, a poll starts it now.
   (void)runtime->wait_for(*h, 0.0);
   (void)runtime->poll(*h);
   runtime->detach(*h);

@@ -23,8 +23,7 @@
 namespace korovod::shm {
 
 struct Geometry {
-  // Measured 2026-11-22 against 64 and 128 KiB (docs/benchmarks.md): 256 KiB was as fast or
-  // faster from 256 KiB messages up, in both of this VM's modes.
+  // The fastest of 64, 128 and 256 KiB in bench/results/2026-11-22-shm-settings.md.
   size_t slot_bytes = 256 * 1024;
   int slots = 8;
   // A wait on a live peer longer than this fails the set (0 = never): the same bound as the
@@ -32,9 +31,8 @@ struct Geometry {
   // so a thread blocked here returns even when the peer is alive but stuck.
   double wait_timeout_seconds = 0;
   // Allreduces of at least this many bytes write their output with streaming stores (0 = never):
-  // no read-for-ownership of output lines that do not fit in a core's L2 anyway. Measured
-  // 2026-11-22 with the reader of the output included in the time (korovod-bench --read-output):
-  // as fast or faster from 1 MiB up; see docs/benchmarks.md.
+  // no read-for-ownership of output lines that do not fit in a core's L2 anyway (1 MiB: see
+  // bench/results/2026-11-22-shm-settings.md).
   size_t streaming_bytes = 1u << 20;
   // How ring allreduces of at least StoreChooser's size write the slots peers read.
   SlotStores slot_stores = SlotStores::kAuto;

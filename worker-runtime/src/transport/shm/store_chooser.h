@@ -1,17 +1,10 @@
 // How the ranks write the data their peers will read out of the slots of a ring allreduce: plain
 // (cached) stores, or streaming (non-temporal) stores that send the lines to memory. Which is
-// faster depends on where the ranks run, and on a VM that can change from one second to the
-// next. Measured on this project's 2-vCPU VM (docs/benchmarks.md): when the two vCPUs share a
-// cache, the peer's reads hit it and plain stores win by ~30 %; when they do not, every line
-// crosses between caches and streaming stores win by 2-2.5x (the peer then reads from memory).
-// So the chooser measures both, per message size (powers of two), keeps the faster and re-tries
-// the other every few calls of that size. A way's cost is the least of its last two calls: timing
-// noise on a shared machine only ever adds time, so one slow call does not move it, and a way
-// that really got slower shows it after two. Two, not more: on this VM plain stores turn 3x
-// slower within a second (64 MiB from ~10 to 33-48 ms, 256 MiB from ~40 to 120-186 ms) while
-// streaming stores stay put, and with the last four calls a fast call from before the change
-// kept plain stores in favour for up to three more calls, each 100 ms lost at 256 MiB (seen in
-// two of seven benchmark sweeps, 2026-11-22; docs/benchmarks.md).
+// faster depends on whether the ranks' cores share a cache, and on a VM that can change from one
+// second to the next. So the chooser measures both, per message size (powers of two), keeps the
+// faster and re-tries the other every few calls of that size. A way's cost is the least of its
+// last two calls: timing noise only ever adds time, so one slow call does not move it, and a way
+// that really got slower shows it after two, not more (bench/results/2026-11-22-shm-settings.md).
 //
 // Pure: the caller times its calls and reports them; nothing here reads a clock. Every rank of
 // the set counts the calls of each size class the same way (all run the same collectives), but
