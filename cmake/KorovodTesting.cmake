@@ -11,6 +11,8 @@
 #       KUBECONFIG and KOROVOD_TESTCLUSTER_DIR are set for it.
 #   korovod_mpi_test(NAME name NP n COMMAND exe args... [LABEL l] [TIMEOUT s])
 #       runs `mpirun -np n --oversubscribe exe args` as one ctest entry (default label integration).
+#   Test binaries have tests/support on their include path (free_port.h: a port for a server a
+#   test starts).
 #   korovod_tests_left_out(WHY why TESTS name...)
 #       notes tests this configuration does not register (no MPI, no operator); the top
 #       CMakeLists.txt prints them in one STATUS line per reason after every folder is read.
@@ -25,6 +27,7 @@ function(_korovod_gtest name label)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main korovod_warnings)
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests/support)  # free_port.h
   gtest_discover_tests(${name} TEST_PREFIX "${name}." PROPERTIES LABELS ${label} TIMEOUT 120
                        DISCOVERY_TIMEOUT 60)
 endfunction()
@@ -58,6 +61,7 @@ function(korovod_cluster_test)
   _korovod_sanitized_timeout(T_TIMEOUT)
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main korovod_warnings)
+  target_include_directories(${T_NAME} PRIVATE ${CMAKE_SOURCE_DIR}/tests/support)  # free_port.h
   add_test(NAME ${T_NAME} COMMAND ${T_NAME} --gtest_color=no)
   set_tests_properties(${T_NAME} PROPERTIES
     LABELS integration TIMEOUT ${T_TIMEOUT} FIXTURES_REQUIRED kube_cluster

@@ -1,9 +1,7 @@
 // The generated key pair against the real OpenSSH tools: ssh-keygen reads the private key and
 // derives the same public key; sshd uses it as host key and accepts it for login, with the
 // Secret's files laid out as the ssh-auth volume mounts them.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +15,7 @@
 #include "mpijob/builders.h"
 #include "mpijob/defaults.h"
 #include "mpijob/ssh_keys.h"
+#include "free_port.h"
 #include "mpijob/testing/fixtures.h"
 
 namespace mpijob {
@@ -39,17 +38,7 @@ void write_file(const fs::path& p, const std::string& data, fs::perms mode) {
   fs::permissions(p, mode);
 }
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using korovod::test_support::free_port;
 
 // The ssh-auth volume's files (id_rsa, id_rsa.pub, authorized_keys) in a temporary dir.
 struct MountedSecret {

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "fixture.h"
+#include "free_port.h"
 #include "kube/http_server.h"
 
 namespace optest {
@@ -103,12 +104,7 @@ TEST_F(Startup, RbacShortfallExitsOneNamingVerbAndResource) {
   EXPECT_NE(op.log().find("create pods in namespace " + ns()), std::string::npos) << op.log();
 }
 
-uint16_t free_port() {
-  kube::HttpServer s("127.0.0.1", 0);
-  const uint16_t p = s.start();
-  s.stop();
-  return p;
-}
+using korovod::test_support::free_port;
 
 TEST_F(Startup, LeaderElectionMetricsAndSigterm) {
   const uint16_t metrics = free_port(), health = free_port();

@@ -13,6 +13,7 @@
 
 #include "core/testing/fake_env.h"
 #include "core/testing/test_ranks.h"
+#include "free_port.h"
 #include "korovod/tcp.h"
 #include "transport/tcp/auth.h"
 #include "transport/tcp/socket.h"
@@ -20,10 +21,7 @@
 namespace korovod {
 namespace {
 
-int free_port() {
-  Result<tcp::Fd> l = tcp::listen_on("127.0.0.1", 0, tcp::SocketOptions{}, 1);
-  return l.is_ok() ? tcp::local_port(*l) : 0;
-}
+using test_support::free_port;
 
 EnvMap env_for(int rank, int size, int port) {
   return {{"KOROVOD_RENDEZVOUS_ADDR", "localhost"}, {"KOROVOD_RENDEZVOUS_PORT", std::to_string(port)},
