@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import korovod.torch as hvd
-import korovod.torch.optimizer as optimizer_module
+import korovod.torch._optimizer_hooks as optimizer_hooks
 from training_checks import assert_close, check_on_all_ranks
 
 ONE_RANK = 'with one rank DistributedOptimizer registers no hooks and reduces nothing (as Horovod)'
@@ -84,10 +84,10 @@ def assert_equal(actual, expected):
 def hook_kind(request, monkeypatch):
     """Each way DistributedOptimizer can hook gradients; torch >= 2.1 runs both."""
     if request.param == 'post_accumulate_grad_hook':
-        if not optimizer_module._HAS_POST_ACCUMULATE_GRAD_HOOK:
+        if not optimizer_hooks.HAS_POST_ACCUMULATE_GRAD_HOOK:
             pytest.skip('torch %s has no register_post_accumulate_grad_hook (torch >= 2.1)'
                         % torch.__version__)
     else:
-        monkeypatch.setattr(optimizer_module, '_HAS_POST_ACCUMULATE_GRAD_HOOK', False)
+        monkeypatch.setattr(optimizer_hooks, 'HAS_POST_ACCUMULATE_GRAD_HOOK', False)
     return request.param
 

@@ -1,8 +1,8 @@
-"""The process's korovod runtime as Python sees it: init/shutdown, queries, error mapping.
+"""The process's korovod runtime as Python sees it: init/shutdown and queries.
 
-Framework-neutral (korovod.torch uses it; a TensorFlow binding would share it). All mutable state
-lives in one holder object, ``state``; the native runtime is freed when the last Python object
-that still needs it (the holder, a pending handle, a thread inside a wait) lets go of it.
+Framework-neutral (every binding uses it). The runtime holder and the error mapping are in
+_state.py (re-exported here: scripts and tests reach for basics.state), process sets in
+process_sets.py.
 """
 
 from __future__ import annotations
@@ -10,13 +10,11 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
-import threading
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import List, Sequence
 
 from korovod.common import _lib
-from korovod.common.exceptions import HorovodInternalError
-
-NOT_INITIALIZED_MESSAGE = "Horovod has not been initialized; use hvd.init()."
+from korovod.common import process_sets as ps_module
+from korovod.common._state import NativeRuntime, error_for, last_error, query, state  # noqa: F401 (re-exported)
 
 # Horovod's reduction op values (hvd.Average ...): plain ints, as Horovod's are.
 Average = _lib.AVERAGE
@@ -34,73 +32,6 @@ def check_reduce_op(op: int) -> None:
         raise ValueError(f"unknown reduction op {op!r}; use hvd.Average, Sum, Adasum, Min, Max or Product")
 
 
-class NativeRuntime:
-    """One korovod_runtime*. korovod_destroy runs once nothing refers to this object any more, so a
-    thread still inside a wait or a pending handle never sees freed memory after shutdown()."""
-
-    __slots__ = ("ptr", "lib", "ptr_arg")
-
-    def __init__(self, lib: ctypes.CDLL, ptr: int):
-        self.lib = lib
-        self.ptr = ptr
-        self.ptr_arg = ctypes.c_void_p(ptr)  # for calls without declared argument types
-
-    def __del__(self):
-        ptr, self.ptr = self.ptr, None
-        if ptr:
-            self.lib.korovod_destroy(ptr)
-
-
-class RuntimeState:
-    """The single holder of mutable state (Horovod keeps one such object per framework)."""
-
-    __slots__ = ("runtime", "lock", "pending", "abandoned", "exit_hook_registered", "shape_arrays", "listeners")
-
-    def __init__(self):
-        self.runtime: Optional[NativeRuntime] = None
-        self.lock = threading.RLock()  # init/shutdown/process-set changes
-        # handle -> what an asynchronous operation keeps alive until synchronize (the binding's
-        # entries); cleared by init and shutdown as Horovod clears its handle map.
-        self.pending: Dict[int, object] = {}
-        # Operations whose wait was interrupted (Ctrl-C): the runtime may still write their
-        # tensors, so they stay referenced for the life of the process.
-        self.abandoned: List[object] = []
-        self.exit_hook_registered = False
-        # Bindings pass shapes as int64 arrays, cached by shape (tuple -> ctypes array).
-        self.shape_arrays: Dict[tuple, object] = {}
-        # Called with the korovod_runtime* after init and with None before shutdown: native code
-        # that queues on the runtime by itself (korovod.tensorflow's graph ops).
-        self.listeners: List[Callable[[Optional[int]], None]] = []
-
-    def require(self) -> NativeRuntime:
-        rt = self.runtime
-        if rt is None:
-            raise ValueError(NOT_INITIALIZED_MESSAGE)
-        return rt
-
-
-state = RuntimeState()
-
-
-def error_for(code: int, text: str) -> Exception:
-    """The Python exception for a C ABI error code (c_api.h documents the mapping). It carries the
-    code as `korovod_code`, for a binding whose framework has error types of its own (TensorFlow)."""
-    if code == _lib.ERR_INVALID_ARGUMENT:
-        error: Exception = ValueError(text)
-    elif code == _lib.ERR_PRECONDITION:
-        error = RuntimeError(text)  # ranks disagree; Horovod's torch tests catch RuntimeError
-    elif code == _lib.ERR_NOT_INITIALIZED:
-        error = ValueError(NOT_INITIALIZED_MESSAGE + (f" ({text})" if text else ""))
-    else:
-        error = HorovodInternalError(text or f"korovod error {code}")
-    error.korovod_code = code  # type: ignore[attr-defined]
-    return error
-
-
-def last_error(rt: NativeRuntime, code: int) -> Exception:
-    return error_for(code, _lib.decode(rt.lib.korovod_last_error(rt.ptr)))
-
-
 # ---------------------------------------------------------------- lifecycle
 
 
@@ -111,8 +42,6 @@ def init(comm=None, process_sets=None) -> None:
     process_sets: None, a list of ProcessSet (static sets; every rank passes the same list), or
     "dynamic" (sets HOROVOD_DYNAMIC_PROCESS_SETS=1 so add_process_set works later).
     """
-    from korovod.common import process_sets as ps_module
-
     with state.lock:
         if state.runtime is not None:
             if state.runtime.lib.korovod_is_initialized(state.runtime.ptr):
@@ -223,47 +152,39 @@ def is_initialized() -> bool:
 # ---------------------------------------------------------------- queries
 
 
-def _query(function_name: str) -> int:
-    rt = state.require()
-    value = getattr(rt.lib, function_name)(rt.ptr)
-    if value < 0:
-        raise ValueError(NOT_INITIALIZED_MESSAGE)
-    return value
-
-
 def size() -> int:
     """The number of processes."""
-    return _query("korovod_size")
+    return query("korovod_size")
 
 
 def rank() -> int:
     """This process's rank in [0, size())."""
-    return _query("korovod_rank")
+    return query("korovod_rank")
 
 
 def local_size() -> int:
     """The number of processes on this host."""
-    return _query("korovod_local_size")
+    return query("korovod_local_size")
 
 
 def local_rank() -> int:
     """This process's rank among the processes on its host."""
-    return _query("korovod_local_rank")
+    return query("korovod_local_rank")
 
 
 def cross_size() -> int:
     """The number of hosts that have a process with this process's local rank."""
-    return _query("korovod_cross_size")
+    return query("korovod_cross_size")
 
 
 def cross_rank() -> int:
     """The index of this process's host among the hosts with its local rank."""
-    return _query("korovod_cross_rank")
+    return query("korovod_cross_rank")
 
 
 def is_homogeneous() -> bool:
     """True when every host runs the same number of processes."""
-    return bool(_query("korovod_is_homogeneous"))
+    return bool(query("korovod_is_homogeneous"))
 
 
 def transport_name() -> str:
@@ -350,72 +271,3 @@ def stop_timeline() -> None:
     code = rt.lib.korovod_stop_timeline(rt.ptr)
     if code != _lib.OK:
         raise last_error(rt, code)
-
-
-# ---------------------------------------------------------------- process sets (native side)
-
-
-def process_set_rank(process_set_id: int) -> int:
-    rt = state.require()
-    included = rt.lib.korovod_process_set_included(rt.ptr, process_set_id)
-    if included < 0:
-        raise last_error(rt, included)
-    if not included:
-        raise ValueError(f"Process is not part of provided process set (id {process_set_id}).")
-    value = rt.lib.korovod_process_set_rank(rt.ptr, process_set_id)
-    if value < 0:
-        raise last_error(rt, value)
-    return value
-
-
-def process_set_size(process_set_id: int) -> int:
-    rt = state.require()
-    value = rt.lib.korovod_process_set_size(rt.ptr, process_set_id)
-    if value < 0:
-        raise last_error(rt, value)
-    return value
-
-
-def process_set_included(process_set_id: int) -> bool:
-    rt = state.require()
-    value = rt.lib.korovod_process_set_included(rt.ptr, process_set_id)
-    if value < 0:
-        raise last_error(rt, value)
-    return bool(value)
-
-
-def process_set_table() -> Dict[int, List[int]]:
-    """{id: sorted global ranks} of every process set the runtime knows."""
-    rt = state.require()
-    lib = rt.lib
-    count = lib.korovod_process_set_ids(rt.ptr, None, 0)
-    if count < 0:
-        raise last_error(rt, count)
-    ids = (ctypes.c_int * max(count, 1))()
-    count = lib.korovod_process_set_ids(rt.ptr, ids, count)
-    table = {}
-    world = size()
-    for ps_id in list(ids)[:count]:
-        ranks = (ctypes.c_int * world)()
-        n = lib.korovod_process_set_ranks(rt.ptr, ps_id, ranks, world)
-        if n < 0:
-            raise last_error(rt, n)
-        table[ps_id] = list(ranks)[:n]
-    return table
-
-
-def add_process_set_ranks(ranks: Sequence[int]) -> int:
-    rt = state.require()
-    array = (ctypes.c_int * max(len(ranks), 1))(*ranks)
-    value = rt.lib.korovod_add_process_set(rt.ptr, array, len(ranks))
-    if value < 0:
-        raise last_error(rt, value)
-    return value
-
-
-def remove_process_set_id(process_set_id: int) -> None:
-    rt = state.require()
-    code = rt.lib.korovod_remove_process_set(rt.ptr, process_set_id)
-    if code != _lib.OK:
-        raise last_error(rt, code)
-

@@ -26,6 +26,8 @@ import queue
 import sys
 from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
+from korovod.common import _lib
+from korovod.common._state import error_for, state
 from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 
 
@@ -60,12 +62,10 @@ def _update_from_store_kind(kind: int) -> HostUpdateResult:
 
 def _store_read(fn: Callable, *outputs) -> None:
     """Calls a store-reading function of the C ABI (outputs..., error_text, error_len)."""
-    from korovod.common import _lib, basics
-
     err = _lib.error_buffer()
     code = fn(*[ctypes.byref(out) for out in outputs], err, len(err))
     if code != _lib.OK:
-        raise basics.error_for(code, _lib.decode(err.value))
+        raise error_for(code, _lib.decode(err.value))
 
 
 class StoreWatch:
@@ -82,9 +82,7 @@ class StoreWatch:
         self._baseline_version: Optional[int] = None
 
     def poll(self) -> Tuple[bool, HostUpdateResult]:
-        from korovod.common import basics
-
-        rt = basics.state.require()
+        rt = state.require()
         lib = rt.lib
         # Declared by _lib.py; None in a library older than them.
         version_fn = getattr(lib, "korovod_elastic_hosts_version", None)

@@ -12,7 +12,7 @@ import ctypes
 from typing import List, Optional, Sequence, Tuple
 
 from korovod.common import _lib
-from korovod.common.basics import NativeRuntime, error_for, last_error, state
+from korovod.common._state import NativeRuntime, error_for, last_error, state
 
 _WAIT_SLICE_SECONDS = _lib.WAIT_SLICE_SECONDS
 _SHAPE_CACHE_LIMIT = 4096

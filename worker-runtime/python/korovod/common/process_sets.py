@@ -7,14 +7,11 @@ HOROVOD_DYNAMIC_PROCESS_SETS=1 (every rank calls it, in the same order).
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Union
+import ctypes
+from typing import Dict, List, Optional, Sequence, Union
 
-
-def _basics():
-    # Imported on use: basics imports this module while it initializes.
-    from korovod.common import basics
-
-    return basics
+from korovod.common import _lib
+from korovod.common._state import last_error, query, state
 
 
 class ProcessSet:
@@ -45,20 +42,20 @@ class ProcessSet:
         """The number of ranks in the set, or None before the runtime knows it."""
         if self.process_set_id is None:
             return None
-        return _basics().process_set_size(self.process_set_id)
+        return process_set_size(self.process_set_id)
 
     def rank(self) -> Optional[int]:
         """This process's rank within the set (e.g. its slice of an allgather), or None before the
         runtime knows the set. Collectives still take global ranks (broadcast's root_rank)."""
         if self.process_set_id is None:
             return None
-        return _basics().process_set_rank(self.process_set_id)
+        return process_set_rank(self.process_set_id)
 
     def included(self) -> Optional[bool]:
         """Whether this process is a member, or None before the set's ranks are known."""
         if self.ranks is None:
             return None
-        return _basics().rank() in self.ranks
+        return query("korovod_rank") in self.ranks
 
     def __eq__(self, other) -> bool:
         if self is other:
@@ -145,7 +142,7 @@ def _ranks_from_communicators(via_comm: Sequence[ProcessSet], comm) -> List[List
 
 def assign_ids(sets: Sequence[ProcessSet]) -> None:
     """After init: gives every ProcessSet passed to init its id, and global_process_set its ranks."""
-    table = _basics().process_set_table()
+    table = process_set_table()
     id_of = {tuple(ranks): ps_id for ps_id, ranks in table.items()}
     for ps in sets:
         ps.process_set_id = id_of.get(tuple(ps.ranks))
@@ -162,7 +159,7 @@ def add_process_set(process_set: Union[ProcessSet, Sequence[int]]) -> ProcessSet
             "Dynamically adding process sets defined by an MPI communicator is not implemented. "
             "Please build the process set via a list of ranks.")
     # The runtime refuses a duplicate (ValueError naming the existing id).
-    process_set.process_set_id = _basics().add_process_set_ranks(process_set.ranks)
+    process_set.process_set_id = add_process_set_ranks(process_set.ranks)
     return process_set
 
 
@@ -172,5 +169,73 @@ def remove_process_set(process_set: ProcessSet) -> bool:
     if process_set_id is None or process_set_id == 0:
         return False
     process_set._invalidate()
-    _basics().remove_process_set_id(process_set_id)
+    remove_process_set_id(process_set_id)
     return True
+
+
+# ---------------------------------------------------------------- the runtime's side
+
+
+def process_set_rank(process_set_id: int) -> int:
+    rt = state.require()
+    included = rt.lib.korovod_process_set_included(rt.ptr, process_set_id)
+    if included < 0:
+        raise last_error(rt, included)
+    if not included:
+        raise ValueError(f"Process is not part of provided process set (id {process_set_id}).")
+    value = rt.lib.korovod_process_set_rank(rt.ptr, process_set_id)
+    if value < 0:
+        raise last_error(rt, value)
+    return value
+
+
+def process_set_size(process_set_id: int) -> int:
+    rt = state.require()
+    value = rt.lib.korovod_process_set_size(rt.ptr, process_set_id)
+    if value < 0:
+        raise last_error(rt, value)
+    return value
+
+
+def process_set_included(process_set_id: int) -> bool:
+    rt = state.require()
+    value = rt.lib.korovod_process_set_included(rt.ptr, process_set_id)
+    if value < 0:
+        raise last_error(rt, value)
+    return bool(value)
+
+
+def process_set_table() -> Dict[int, List[int]]:
+    """{id: sorted global ranks} of every process set the runtime knows."""
+    rt = state.require()
+    lib = rt.lib
+    count = lib.korovod_process_set_ids(rt.ptr, None, 0)
+    if count < 0:
+        raise last_error(rt, count)
+    ids = (ctypes.c_int * max(count, 1))()
+    count = lib.korovod_process_set_ids(rt.ptr, ids, count)
+    table = {}
+    world = query("korovod_size")
+    for ps_id in list(ids)[:count]:
+        ranks = (ctypes.c_int * world)()
+        n = lib.korovod_process_set_ranks(rt.ptr, ps_id, ranks, world)
+        if n < 0:
+            raise last_error(rt, n)
+        table[ps_id] = list(ranks)[:n]
+    return table
+
+
+def add_process_set_ranks(ranks: Sequence[int]) -> int:
+    rt = state.require()
+    array = (ctypes.c_int * max(len(ranks), 1))(*ranks)
+    value = rt.lib.korovod_add_process_set(rt.ptr, array, len(ranks))
+    if value < 0:
+        raise last_error(rt, value)
+    return value
+
+
+def remove_process_set_id(process_set_id: int) -> None:
+    rt = state.require()
+    code = rt.lib.korovod_remove_process_set(rt.ptr, process_set_id)
+    if code != _lib.OK:
+        raise last_error(rt, code)

@@ -17,8 +17,8 @@ from korovod.common.basics import (Adasum, Average, Max, Min, Product, Sum, ccl_
                                    mpi_threads_supported, nccl_built, rank, rocm_built, shutdown, size,
                                    start_timeline, stop_timeline)
 from korovod.common.basics import check_reduce_op
-from korovod.common.basics import process_set_included as _process_set_included
-from korovod.common.basics import process_set_size as _process_set_size
+from korovod.common.process_sets import process_set_included as _process_set_included
+from korovod.common.process_sets import process_set_size as _process_set_size
 from korovod.common.process_sets import (ProcessSet, _temp_process_set_object, add_process_set,
                                          global_process_set, remove_process_set)
 from korovod.tensorflow import _eager, _graph

@@ -18,20 +18,20 @@ from typing import Dict
 
 import torch
 
+from korovod.torch._optimizer_hooks import (TOO_MANY_PASSES, ZERO_GRAD_PENDING, hook_ready_gradient,
+                                            name_parameters, remove_hooks_with)
 from korovod.torch.mpi_ops import Adasum, allreduce_async_, global_process_set
 from korovod.torch.mpi_ops import synchronize as synchronize_handle
-from korovod.torch.optimizer import (_TOO_MANY_PASSES, _ZERO_GRAD_PENDING, _DistributedOptimizer,
-                                     _hook_ready_gradient, _remove_hooks_with)
 
 
 class _DistributedAdasumOptimizer(torch.optim.Optimizer):
-    """Mixed in front of the wrapped optimizer's class, as _DistributedOptimizer is."""
+    """Mixed in front of the wrapped optimizer's class, as optimizer.py's _DistributedOptimizer is."""
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
                  process_set=global_process_set):
         super().__init__(params)
         self._compression = compression
-        self._parameter_names = _DistributedOptimizer._name_parameters(self, named_parameters)
+        self._parameter_names = name_parameters(self.param_groups, named_parameters)
         self.backward_passes_per_step = backward_passes_per_step
         self.process_set = process_set
         self._delay: Dict[torch.Tensor, int] = {}
@@ -52,8 +52,8 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
                 self._delay[p] = self.backward_passes_per_step
                 self._starting_models[p] = torch.zeros_like(p, requires_grad=False)
                 self._requires_update.append(p)
-                _hook_ready_gradient(self, p, p)
-        _remove_hooks_with(self)
+                hook_ready_gradient(self, p, p)
+        remove_hooks_with(self)
 
     def set_backward_passes_per_step(self, passes: int) -> None:
         self.backward_passes_per_step = passes
@@ -62,7 +62,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
 
     def _grad_ready(self, p: torch.Tensor) -> None:
         if self._delay[p] <= 0:
-            raise AssertionError(_TOO_MANY_PASSES)
+            raise AssertionError(TOO_MANY_PASSES)
         self._delay[p] -= 1
         self._handles[p] = self._allreduce_delta_async(p) if self._delay[p] == 0 else (None, None)
 
@@ -88,6 +88,10 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
 
     def synchronize(self) -> None:
         pass
+
+    def _local_step(self, closure=None):
+        """The wrapped optimizer's own step, without allreduces (broadcast_optimizer_state)."""
+        return super().step(closure)
 
     @contextmanager
     def skip_synchronize(self):
@@ -117,5 +121,5 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
 
     def zero_grad(self, *args, **kwargs):
         if self._handles:
-            raise AssertionError(_ZERO_GRAD_PENDING)
+            raise AssertionError(ZERO_GRAD_PENDING)
         return super().zero_grad(*args, **kwargs)

@@ -27,7 +27,7 @@ from typing import List, Optional
 import torch
 
 from korovod.common import _lib
-from korovod.common.basics import error_for, last_error, state
+from korovod.common._state import error_for, last_error, state
 from korovod.torch import _native
 from korovod.torch._collectives import check_reduce_op, process_set_id
 from korovod.torch.compression import NoneCompressor

@@ -15,7 +15,7 @@ import torch
 import torch.utils.dlpack
 
 from korovod.common import _lib
-from korovod.common.basics import NativeRuntime, error_for, last_error, state  # noqa: F401 (last_error: re-exported)
+from korovod.common._state import NativeRuntime, error_for, last_error, state  # noqa: F401 (last_error: re-exported)
 
 _WAIT_SLICE_SECONDS = _lib.WAIT_SLICE_SECONDS
 _IN_PROGRESS = _lib.ERR_IN_PROGRESS

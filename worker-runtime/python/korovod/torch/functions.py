@@ -144,8 +144,6 @@ def _adopt(target: dict, layout: dict, device: torch.device, prefix: str, tensor
 def _create_state(optimizer, model) -> None:
     """Creates the state of an optimizer that has not stepped yet (as Horovod does: one step with
     zero gradients), leaving the parameters' values unchanged (weight decay would move them)."""
-    from korovod.torch._adasum_optimizer import _DistributedAdasumOptimizer
-    from korovod.torch.optimizer import _DistributedOptimizer
     sparse_ids = set()
     if model is not None:
         for module in model.modules():
@@ -163,12 +161,7 @@ def _create_state(optimizer, model) -> None:
                 grad = grad.to_sparse()
             p.grad = grad
     # A DistributedOptimizer's own step() would allreduce: run only the wrapped optimizer's.
-    for wrapper in (_DistributedOptimizer, _DistributedAdasumOptimizer):
-        if isinstance(optimizer, wrapper):
-            super(wrapper, optimizer).step()
-            break
-    else:
-        optimizer.step()
+    getattr(optimizer, '_local_step', optimizer.step)()
     with torch.no_grad():
         for p, value in saved:
             p.copy_(value)

@@ -10,27 +10,21 @@ Horovod's per-gradient work was most of the cost of many small gradients.
 
 import os
 import warnings
-import weakref
 from contextlib import contextmanager
 from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from korovod.torch._adasum_optimizer import _DistributedAdasumOptimizer
 from korovod.torch._hook_batch import Batches, TensorFields, name_address
+from korovod.torch._optimizer_hooks import (TOO_MANY_PASSES, ZERO_GRAD_PENDING, duplicates, hook_ready_gradient,
+                                            name_parameters, remove_hooks_with)
 from korovod.torch.compression import Compression
+from korovod.torch.functions import broadcast_object
 from korovod.torch.mpi_ops import (Adasum, Average, allreduce_async_, global_process_set,
                                    grouped_allreduce_async_, size, sparse_allreduce_async,
                                    synchronize as synchronize_handle)
 
-# torch >= 2.1 fires this hook after p.grad is final, also for models run under torch.compile;
-# older versions only offer a hook on the parameter's AccumulateGrad node.
-_HAS_POST_ACCUMULATE_GRAD_HOOK = hasattr(torch.Tensor, 'register_post_accumulate_grad_hook')
-
-_TOO_MANY_PASSES = ('Gradients were computed more than backward_passes_per_step times before call '
-                    'to step(). Increase backward_passes_per_step to accumulate gradients locally.')
-_ZERO_GRAD_PENDING = ('optimizer.zero_grad() was called after loss.backward() but before '
-                      'optimizer.step() or optimizer.synchronize(). This is prohibited as it can '
-                      'cause a race condition.')
 _STEP_AFTER_SYNCHRONIZE = ('optimizer.step() called without optimizer.skip_synchronize() context '
                            'after optimizer.synchronize(). This can cause training slowdown. You may '
                            'want to consider using optimizer.skip_synchronize() context if you use '
@@ -65,13 +59,6 @@ def _split_evenly(items: list, parts: int) -> List[list]:
         chunks.append(items[start:end])
         start = end
     return chunks
-
-
-def _duplicates(names) -> set:
-    seen, duplicated = set(), set()
-    for name in names:
-        (duplicated if name in seen else seen).add(name)
-    return duplicated
 
 
 def _validate_groups(groups) -> None:
@@ -131,31 +118,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._register_hooks()
 
     def _name_parameters(self, named_parameters) -> Dict[torch.Tensor, str]:
-        if named_parameters is None:
-            named_parameters = [(f'allreduce.noname.{i}.{j}', p)
-                                for i, group in enumerate(self.param_groups)
-                                for j, p in enumerate(group['params'])]
-        else:
-            named_parameters = list(named_parameters)
-        if any(not isinstance(entry, tuple) for entry in named_parameters):
-            raise ValueError('named_parameters should be a sequence of tuples (name, parameter), '
-                             'usually produced by model.named_parameters().')
-        duplicated = _duplicates(name for name, _ in named_parameters)
-        if duplicated:
-            raise ValueError('Parameter names in named_parameters must be unique. '
-                             'Found duplicates: %s' % ', '.join(sorted(duplicated)))
-        named_ids = {id(p) for _, p in named_parameters}
-        unnamed = [p for group in self.param_groups for p in group['params']
-                   if id(p) not in named_ids]
-        if unnamed:
-            raise ValueError('named_parameters was specified, but one or more model parameters '
-                             'were not named. Python object ids: %s'
-                             % ', '.join(str(id(p)) for p in unnamed))
-        return {p: name for name, p in sorted(named_parameters, key=lambda entry: entry[0])}
+        return name_parameters(self.param_groups, named_parameters)
 
     @staticmethod
     def find_duplicates(names) -> set:
-        return _duplicates(names)
+        return duplicates(names)
 
     def load_state_dict(self, *args, **kwargs):
         self._reset_pending()
@@ -190,13 +157,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._update_order.append(p)
             slot = _Slot(p, self.backward_passes_per_step, self._parameter_names.get(p))
             self._slots.append(slot)
-            _hook_ready_gradient(self, p, slot)
-        _remove_hooks_with(self)
+            hook_ready_gradient(self, p, slot)
+        remove_hooks_with(self)
 
     def _form_groups(self, trainable: List[torch.Tensor]) -> None:
         # Every rank must put the same parameters into the same group under the same name, so all
         # take rank 0's order of the parameter names (as Horovod does).
-        from korovod.torch.functions import broadcast_object
         names = [self._parameter_names.get(p) for p in trainable]
         root_order = broadcast_object(names, root_rank=self._root_rank(),
                                       name='DistributedOptimizer.groups',
@@ -230,7 +196,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         """Runs once per parameter per backward pass: keep it short."""
         delay = slot.delay
         if delay <= 0:
-            raise AssertionError(_TOO_MANY_PASSES)
+            raise AssertionError(TOO_MANY_PASSES)
         delay -= 1
         slot.delay = delay
         if delay > 0:
@@ -355,6 +321,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             else:
                 self._write_gradient(key, synchronize_handle(handle), ctx)
 
+    def _local_step(self, closure=None):
+        """The wrapped optimizer's own step, without allreduces (broadcast_optimizer_state)."""
+        return super().step(closure)
+
     @contextmanager
     def skip_synchronize(self):
         """step() inside this context does not synchronize; for use after an explicit
@@ -375,51 +345,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def zero_grad(self, *args, **kwargs):
         if self._handles or self._batches.busy():
-            raise AssertionError(_ZERO_GRAD_PENDING)
+            raise AssertionError(ZERO_GRAD_PENDING)
         return super().zero_grad(*args, **kwargs)
-
-
-def _post_accumulate_hook(optimizer_ref, slot):
-    def hook(_):
-        optimizer = optimizer_ref()
-        if optimizer is not None:
-            optimizer._grad_ready(slot)
-    return hook
-
-
-def _grad_accumulator_hook(optimizer_ref, slot):
-    def hook(*_):
-        optimizer = optimizer_ref()
-        if optimizer is not None:
-            optimizer._grad_ready(slot)
-    return hook
-
-
-def _remove_hooks(handles) -> None:
-    for handle in handles:
-        handle.remove()
-
-
-def _hook_ready_gradient(optimizer, p: torch.Tensor, key) -> None:
-    """optimizer._grad_ready(key) runs each time p's gradient has been accumulated: a
-    post-accumulate-grad hook where torch has them, else a hook on p's AccumulateGrad node (kept
-    alive in optimizer._grad_accs). The hooks see the optimizer through a weak reference: a
-    discarded optimizer must not keep reducing (under the same names) the gradients of a model
-    that a new one now owns."""
-    optimizer_ref = weakref.ref(optimizer)
-    if _HAS_POST_ACCUMULATE_GRAD_HOOK:
-        hook = _post_accumulate_hook(optimizer_ref, key)
-        optimizer._hook_handles.append(p.register_post_accumulate_grad_hook(hook))
-    else:
-        grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
-        grad_acc.register_hook(_grad_accumulator_hook(optimizer_ref, key))
-        optimizer._grad_accs.append(grad_acc)
-
-
-def _remove_hooks_with(optimizer) -> None:
-    """The post-accumulate-grad hooks go when the optimizer does."""
-    if optimizer._hook_handles:
-        weakref.finalize(optimizer, _remove_hooks, optimizer._hook_handles)
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
@@ -452,7 +379,6 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         sparse_as_dense: reduce sparse gradients as dense tensors.
         process_set: reduce over this process set only (default: all ranks).
     """
-    from korovod.torch._adasum_optimizer import _DistributedAdasumOptimizer  # it imports this module
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError('gradient_predivide_factor not supported with op != Average')
     if num_groups != 0:
