@@ -4,6 +4,7 @@ Ranks start from different models and hyper-parameters on purpose; after a broad
 must hold rank 0's (or the chosen root's) values exactly, with Python types kept.
 """
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -271,3 +272,47 @@ def test_broadcast_and_allgather_object_within_a_process_set():
     finally:
         hvd.remove_process_set(odd_set)
         hvd.remove_process_set(even_set)
+
+
+class _LengthSpy:
+    """Records (name, dtype) of what korovod.common.objects sends through numpy_ops."""
+
+    def __init__(self, monkeypatch):
+        from korovod.common import numpy_ops
+        self.sent = []
+        for op in ('broadcast', 'allgather'):
+            monkeypatch.setattr(numpy_ops, op, self._wrap(getattr(numpy_ops, op)))
+
+    def _wrap(self, original):
+        def spy(arrays, *args, **kwargs):
+            name = kwargs.get('name', args[1] if original.__name__ == 'broadcast' else args[0])
+            first = arrays[0] if isinstance(arrays, list) else arrays
+            self.sent.append((name, first.dtype))
+            return original(arrays, *args, **kwargs)
+        return spy
+
+    def length_dtypes(self):
+        return {str(dtype) for name, dtype in self.sent if name.endswith('.sz')}
+
+
+def test_objects_cross_through_the_shared_transport_with_int64_lengths(monkeypatch):
+    # The same objects through korovod.common.objects give the same results (the tensorflow
+    # suite checks korovod.tensorflow and korovod.keras against it the same way).
+    from korovod.common import objects
+    spy = _LengthSpy(monkeypatch)
+    blob = np.random.default_rng(hvd.rank()).bytes(3 << 20)
+    factor = hvd.rank() + 2
+    mine = {'rank': hvd.rank(), 'blob': blob, 'scale': lambda x: x * factor}  # cloudpickle's
+    via_torch = hvd.broadcast_object(mine, root_rank=0, name='transport.broadcast')
+    via_common = objects.broadcast_object(mine, 0, 'transport.broadcast')
+    root_blob = np.random.default_rng(0).bytes(3 << 20)
+    gathered_torch = hvd.allgather_object((hvd.rank(), blob[:hvd.rank() + 1]), name='transport.gather')
+    gathered_common = objects.allgather_object((hvd.rank(), blob[:hvd.rank() + 1]), 'transport.gather')
+
+    def check():
+        for received in (via_torch, via_common):
+            assert received['rank'] == 0 and received['blob'] == root_blob and received['scale'](1) == 2
+        assert gathered_torch == gathered_common
+        assert [r for r, _ in gathered_torch] == list(range(hvd.size()))
+        assert spy.length_dtypes() == {'int64'}, spy.sent
+    check_on_all_ranks(check)

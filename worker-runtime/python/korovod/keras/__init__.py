@@ -11,16 +11,17 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from korovod.common import numpy_ops
 from korovod.common.basics import (Average, Sum, ccl_built, cross_rank, cross_size, cuda_built, ddl_built,
                                    gloo_built, gloo_enabled, init, is_homogeneous, is_initialized, local_rank,
                                    local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
                                    rocm_built, shutdown, size, start_timeline, stop_timeline)
 from korovod.common.exceptions import HorovodInternalError
 from korovod.common.process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
-from korovod.keras import _numpy, callbacks
+from korovod.keras import callbacks
 from korovod.keras.compression import Compression
 from korovod.keras.optimizer import DistributedOptimizer
-from korovod.keras import elastic  # noqa: E402 (after _numpy and callbacks, which it uses)
+from korovod.keras import elastic  # noqa: E402 (after callbacks, which it uses)
 
 
 def _resolve_op(op, average):
@@ -44,23 +45,23 @@ def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_fac
     tensor of the current backend."""
     del compression  # a one-off value: sent as it is
     array = _as_array(value)
-    reduced = _numpy.allreduce([array], name, _resolve_op(op, average), prescale_factor, postscale_factor)[0]
+    reduced = numpy_ops.allreduce([array], name, _resolve_op(op, average), prescale_factor, postscale_factor)[0]
     return keras.ops.convert_to_tensor(reduced)
 
 
 def allgather(value, name=None):
     """The concatenation along dim 0 of every rank's value."""
-    return keras.ops.convert_to_tensor(_numpy.allgather(_as_array(value), name))
+    return keras.ops.convert_to_tensor(numpy_ops.allgather(_as_array(value), name))
 
 
 def broadcast(value, root_rank, name=None):
     """root_rank's value on every rank."""
-    return keras.ops.convert_to_tensor(_numpy.broadcast([_as_array(value)], root_rank, name)[0])
+    return keras.ops.convert_to_tensor(numpy_ops.broadcast([_as_array(value)], root_rank, name)[0])
 
 
 def reducescatter(value, name=None, op=Average):
     """This rank's block of dim 0 of the reduction (Average or Sum) of every rank's value."""
-    return keras.ops.convert_to_tensor(_numpy.reducescatter(_as_array(value), name, op))
+    return keras.ops.convert_to_tensor(numpy_ops.reducescatter(_as_array(value), name, op))
 
 
 def broadcast_global_variables(root_rank):

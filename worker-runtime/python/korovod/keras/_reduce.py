@@ -4,7 +4,7 @@
   tf.function the gradients are queued bucket by bucket while backprop runs, then waited for).
 - torch: korovod.torch's asynchronous allreduces on the torch tensors (all queued, then waited).
 - jax: the gradients leave the jitted step through jax.pure_callback as numpy arrays (one host
-  callback for all of them) and are reduced by korovod.keras._numpy.
+  callback for all of them) and are reduced by korovod.common.numpy_ops.
 Names are positional, "<optimizer name>.grad_<i>", on every backend.
 """
 
@@ -14,6 +14,7 @@ from typing import List, Optional, Sequence
 
 import keras
 
+from korovod.common import numpy_ops
 from korovod.common.basics import Average
 
 
@@ -76,14 +77,12 @@ class KerasGradientReducer:
         import jax
         import numpy as np
 
-        from korovod.keras import _numpy
-
         op, prescale, ps_id = self.op, self.prescale, self.process_set.process_set_id
         encoded = [n.encode() for n in names]
 
         def host(*values):
-            return _numpy.allreduce([np.asarray(v) for v in values], None, op, prescale, postscale, ps_id,
-                                    names=encoded)
+            return numpy_ops.allreduce([np.asarray(v) for v in values], None, op, prescale, postscale, ps_id,
+                                       names=encoded)
 
         shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays]
         return list(jax.pure_callback(host, shapes, *arrays))

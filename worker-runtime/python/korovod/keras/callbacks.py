@@ -16,8 +16,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from korovod.common import basics
-from korovod.keras import _numpy
+from korovod.common import basics, numpy_ops
 
 
 def _key(variable):
@@ -60,7 +59,7 @@ def broadcast_variables(variables, root_rank: int, name: str = "broadcast_variab
     if not variables:
         return
     values = [np.asarray(keras.ops.convert_to_numpy(v)) for v in variables]
-    received = _numpy.broadcast(values, root_rank, name)
+    received = numpy_ops.broadcast(values, root_rank, name)
     for variable, value in zip(variables, received):
         variable.assign(value)
 
@@ -80,7 +79,7 @@ class MetricAverageCallback(keras.callbacks.Callback):
         if not names:
             return
         values = np.array([float(_plain(logs[k])) for k in names], dtype=np.float64)
-        averaged = _numpy.allreduce([values], "MetricAverageCallback", basics.Average)[0]
+        averaged = numpy_ops.allreduce([values], "MetricAverageCallback", basics.Average)[0]
         for name, value in zip(names, averaged):
             logs[name] = float(value)
 

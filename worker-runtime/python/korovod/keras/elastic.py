@@ -22,7 +22,6 @@ backends.
 
 from __future__ import annotations
 
-import pickle
 from typing import Any, List
 
 import keras
@@ -31,7 +30,7 @@ import numpy as np
 from korovod.common import basics
 from korovod.common.elastic import ObjectState, reset_runtime, run_fn
 from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
-from korovod.keras import _numpy
+from korovod.common.objects import allgather_object, broadcast_object
 from korovod.keras.callbacks import broadcast_variables
 
 
@@ -76,33 +75,6 @@ def optimizer_variables(optimizer) -> List[Any]:
     return list(variables() if callable(variables) else variables)
 
 
-def _to_bytes(obj: Any) -> np.ndarray:
-    return np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
-
-
-def broadcast_object(obj: Any, root_rank: int = 0, name: str = "elastic.object") -> Any:
-    """root_rank's picklable `obj` on every rank (the root gets its own object back)."""
-    is_root = basics.rank() == root_rank
-    data = _to_bytes(obj) if is_root else np.zeros(0, np.uint8)
-    length = _numpy.broadcast([np.array([data.size], np.int64)], root_rank, name + ".sz")[0]
-    if not is_root:
-        data = np.zeros(int(length[0]), np.uint8)
-    received = _numpy.broadcast([data], root_rank, name + ".t")[0]
-    return obj if is_root else pickle.loads(received.tobytes())
-
-
-def allgather_object(obj: Any, name: str = "elastic.gather") -> List[Any]:
-    """Every rank's picklable `obj`, in rank order."""
-    data = _to_bytes(obj)
-    lengths = _numpy.allgather(np.array([data.size], np.int64), name + ".sz")
-    gathered = _numpy.allgather(data, name + ".t")
-    objects, start = [], 0
-    for length in lengths.tolist():
-        objects.append(pickle.loads(gathered[start:start + length].tobytes()))
-        start += length
-    return objects
-
-
 class VariablesState(ObjectState):
     """State of a list of variables (whatever _variables() returns: Keras variables of any
     backend, tf.Variable) and any other picklable keyword arguments, exposed as attributes.
@@ -131,7 +103,7 @@ class VariablesState(ObjectState):
         super().sync()
 
     def any_rank(self, flag: bool) -> bool:
-        return any(allgather_object(bool(flag), name="elastic.any_rank"))
+        return any(allgather_object(bool(flag), "elastic.any_rank"))
 
     def _save_model(self) -> None:
         self._saved = [np.array(keras.ops.convert_to_numpy(v)) for v in self._variables()]

@@ -1,35 +1,18 @@
 """Broadcasting variables and exchanging Python objects (horovod/tensorflow/functions.py).
 
-Objects travel as cloudpickle bytes (plain pickle where cloudpickle is missing) in a uint8
-tensor, preceded by their length.
+Objects travel as korovod.common.objects sends them for every binding (cloudpickle bytes, int64
+lengths), straight through the runtime: in graph mode too, so `session` is not needed for them.
 """
 
 from __future__ import annotations
 
-import io
-import pickle
 from typing import Any, List, Optional
 
-import numpy as np
 import tensorflow as tf
 
+from korovod.common import objects
 from korovod.common.process_sets import ProcessSet, global_process_set
 from korovod.tensorflow import _eager, _graph
-from korovod.tensorflow.mpi_ops import allgather, broadcast, rank
-
-
-def _pickler():
-    try:
-        import cloudpickle
-        return cloudpickle
-    except ImportError:
-        return pickle
-
-
-def _dumps(obj) -> bytes:
-    buffer = io.BytesIO()
-    _pickler().dump(obj, buffer)
-    return buffer.getvalue()
 
 
 def broadcast_variables(variables, root_rank: int, process_set: ProcessSet = global_process_set, inplace=False):
@@ -54,31 +37,12 @@ def broadcast_variables(variables, root_rank: int, process_set: ProcessSet = glo
     return tf.group(*assigns)
 
 
-def _to_numpy(value, session):
-    if _graph.executing_eagerly():
-        return value.numpy()
-    session = session or tf.compat.v1.get_default_session()
-    if session is None:
-        raise ValueError("outside eager mode broadcast_object/allgather_object need a session "
-                         "(session= or a default session)")
-    return session.run(value)
-
-
 def broadcast_object(obj: Any, root_rank: int = 0, session=None, name: Optional[str] = None,
                      process_set: ProcessSet = global_process_set) -> Any:
-    """Returns root_rank's `obj` on every rank of the set (root_rank gets its own object back)."""
-    name = name or type(obj).__name__
-    is_root = rank() == root_rank
-    if is_root:
-        data = np.frombuffer(_dumps(obj), dtype=np.uint8)
-        length = np.array([data.size], dtype=np.int32)
-    else:
-        length = np.zeros(1, dtype=np.int32)
-    length = _to_numpy(broadcast(tf.constant(length), root_rank, name + ".sz", process_set=process_set), session)
-    if not is_root:
-        data = np.zeros(int(length[0]), dtype=np.uint8)
-    data = _to_numpy(broadcast(tf.constant(data), root_rank, name + ".t", process_set=process_set), session)
-    return obj if is_root else pickle.loads(data.tobytes())
+    """Returns root_rank's `obj` on every rank of the set (root_rank gets its own object back).
+    `session` is accepted for Horovod's signature: objects do not go through the graph."""
+    del session
+    return objects.broadcast_object(obj, root_rank, name or type(obj).__name__, process_set)
 
 
 def broadcast_object_fn(root_rank: int = 0, session=None, name: Optional[str] = None,
@@ -95,14 +59,7 @@ def broadcast_object_fn(root_rank: int = 0, session=None, name: Optional[str] = 
 
 def allgather_object(obj: Any, session=None, name: Optional[str] = None,
                      process_set: ProcessSet = global_process_set) -> List[Any]:
-    """Returns the list of every rank's `obj`, in rank order of the set."""
-    name = name or type(obj).__name__
-    data = np.frombuffer(_dumps(obj), dtype=np.uint8)
-    sizes = _to_numpy(allgather(tf.constant([data.size], dtype=tf.int32), name=name + ".sz",
-                                process_set=process_set), session)
-    gathered = _to_numpy(allgather(tf.constant(data), name=name + ".t", process_set=process_set), session)
-    objects, start = [], 0
-    for size in sizes.tolist():
-        objects.append(pickle.loads(gathered[start:start + size].tobytes()))
-        start += size
-    return objects
+    """Returns the list of every rank's `obj`, in rank order of the set. `session`: as in
+    broadcast_object."""
+    del session
+    return objects.allgather_object(obj, name or type(obj).__name__, process_set)

@@ -1,37 +1,15 @@
 """Broadcasting a model and its optimizer from one rank, and exchanging Python objects.
 
-Semantics of horovod/torch/functions.py (0.28.1). Objects travel as pickled bytes in a uint8
-tensor (cloudpickle when installed, so lambdas and local classes work; else pickle).
+Semantics of horovod/torch/functions.py (0.28.1). Objects travel as korovod.common.objects sends
+them for every binding (cloudpickle bytes, int64 lengths).
 """
 
-import io
-import pickle
 from collections.abc import Iterable
 from typing import Any, Dict, List, NamedTuple, Optional
 
 import torch
 
-from korovod.torch.mpi_ops import (allgather, broadcast_, broadcast_async_, global_process_set,
-                                   rank, synchronize)
-
-
-def _pickler():
-    try:
-        import cloudpickle
-        return cloudpickle
-    except ImportError:
-        return pickle
-
-
-def _to_byte_tensor(obj) -> torch.Tensor:
-    buffer = io.BytesIO()
-    _pickler().dump(obj, buffer)
-    return torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8)
-
-
-def _from_byte_tensor(data: torch.Tensor):
-    # cloudpickle output is plain pickle data: pickle.loads reads both.
-    return pickle.loads(data.numpy().tobytes())
+from korovod.torch.mpi_ops import broadcast_async_, global_process_set, rank, synchronize
 
 
 def broadcast_parameters(params, root_rank: int, process_set=global_process_set) -> None:
@@ -60,35 +38,21 @@ def broadcast_parameters(params, root_rank: int, process_set=global_process_set)
 def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None,
                      process_set=global_process_set) -> Any:
     """Returns root_rank's ``obj`` on every rank (root_rank gets its own object back)."""
+    from korovod.common import objects  # numpy on use only: PyPI's torch does not require it
+
     if name is None:
         name = type(obj).__name__
-    is_root = rank() == root_rank
-    if is_root:
-        data = _to_byte_tensor(obj)
-        length = torch.tensor([data.numel()], dtype=torch.int64)
-    else:
-        length = torch.zeros(1, dtype=torch.int64)
-    broadcast_(length, root_rank, name + '.sz', process_set)
-    if not is_root:
-        data = torch.empty(int(length.item()), dtype=torch.uint8)
-    broadcast_(data, root_rank, name + '.t', process_set)
-    return obj if is_root else _from_byte_tensor(data)
+    return objects.broadcast_object(obj, root_rank, name, process_set)
 
 
 def allgather_object(obj: Any, name: Optional[str] = None,
                      process_set=global_process_set) -> List[Any]:
     """Returns the list of every rank's ``obj``, in rank order of the process set."""
+    from korovod.common import objects  # numpy on use only: PyPI's torch does not require it
+
     if name is None:
         name = type(obj).__name__
-    data = _to_byte_tensor(obj)
-    lengths = allgather(torch.tensor([data.numel()], dtype=torch.int64), name=name + '.sz',
-                        process_set=process_set)
-    gathered = allgather(data, name=name + '.t', process_set=process_set)
-    objects, start = [], 0
-    for length in lengths.tolist():
-        objects.append(_from_byte_tensor(gathered[start:start + length]))
-        start += length
-    return objects
+    return objects.allgather_object(obj, name, process_set)
 
 
 # ---- optimizer state ---------------------------------------------------------------------------

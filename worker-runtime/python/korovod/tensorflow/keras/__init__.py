@@ -6,6 +6,5 @@ interchangeable.
 
 from korovod.keras import *  # noqa: F401,F403
 from korovod.keras import __all__  # noqa: F401
-from korovod.keras import _numpy  # noqa: F401 (for code that reaches into Horovod's internals)
 from korovod.tensorflow.keras import callbacks  # noqa: F401
 from korovod.tensorflow.keras import elastic  # noqa: F401

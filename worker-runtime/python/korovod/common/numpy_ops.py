@@ -1,6 +1,6 @@
 """Collectives on numpy arrays: what korovod.keras uses where no framework binding applies (the
-callbacks on every backend, the JAX backend's gradients). Outputs the runtime allocates come back
-through DLPack without a copy."""
+callbacks on every backend, the JAX backend's gradients), and every binding's object transport
+(objects.py). Outputs the runtime allocates come back through DLPack without a copy."""
 
 from __future__ import annotations
 
