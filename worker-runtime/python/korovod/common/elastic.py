@@ -26,8 +26,9 @@ import queue
 import sys
 from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
-from korovod.common import _lib
-from korovod.common._state import error_for, state
+from korovod.common import _lib, basics
+from korovod.common._state import error_for
+from korovod.common._state import state as runtime_state
 from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 
 
@@ -82,7 +83,7 @@ class StoreWatch:
         self._baseline_version: Optional[int] = None
 
     def poll(self) -> Tuple[bool, HostUpdateResult]:
-        rt = state.require()
+        rt = runtime_state.require()
         lib = rt.lib
         # Declared by _lib.py; None in a library older than them.
         version_fn = getattr(lib, "korovod_elastic_hosts_version", None)
@@ -258,4 +259,43 @@ def run_fn(func: Callable, reset: Callable[[], None]) -> Callable:
     return wrapper
 
 
-__all__ = ["HostUpdateResult", "ObjectState", "State", "StoreWatch", "elastic_mode", "reset_runtime", "run_fn"]
+def is_collective_failure(error: BaseException) -> bool:
+    """Whether a framework's error stands for a failed korovod collective (see
+    run_translating_errors)."""
+    if "HorovodInternalError" in str(error):
+        return True
+    return runtime_state.runtime is not None and not basics.is_initialized()
+
+
+def reset() -> None:
+    """The reset of korovod.tensorflow and korovod.keras: korovod's own shutdown and init."""
+    reset_runtime(basics.shutdown, basics.init)
+
+
+def run_translating_errors(func: Callable) -> Callable:
+    """Decorator running `func(state, ...)` elastically: retried after every reset, from the last
+    commit (a failure) or from where it was interrupted (a change of hosts), with the state synced
+    from rank 0 first. No collective may run before it that the other workers skip: a worker that
+    joins runs the sync while the others are in theirs. The first argument must be a State.
+
+    hvd.elastic.run of korovod.tensorflow and korovod.keras. A failed collective arrives as
+    HorovodInternalError eagerly; from inside a graph or a compiled train step (tf.function,
+    model.fit) it arrives as the framework's error, which counts as a failure when its text names
+    HorovodInternalError (korovod's graph ops and py_functions say so for a lost peer or a
+    timed-out collective) or when korovod's runtime has stopped."""
+
+    def wrapper(state, *args, **kwargs):
+        try:
+            return func(state, *args, **kwargs)
+        except (HorovodInternalError, HostsUpdatedInterrupt):
+            raise
+        except Exception as error:
+            if is_collective_failure(error):
+                raise HorovodInternalError(str(error)) from error
+            raise
+
+    return run_fn(wrapper, reset)
+
+
+__all__ = ["HostUpdateResult", "ObjectState", "State", "StoreWatch", "elastic_mode", "is_collective_failure",
+           "reset", "reset_runtime", "run_fn", "run_translating_errors"]

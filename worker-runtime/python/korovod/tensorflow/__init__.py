@@ -16,6 +16,7 @@ from typing import List
 
 import tensorflow as tf
 
+from korovod._keras.optimizer import DistributedOptimizer as _keras_distributed_optimizer
 from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 from korovod.common.util import gpu_available
 from korovod.tensorflow.compat_v1 import (BroadcastGlobalVariablesHook, broadcast_global_variables,
@@ -145,7 +146,7 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
                          op=Average, gradient_predivide_factor=1.0, average_aggregated_gradients=False,
                          num_groups=0, groups=None, process_set=global_process_set, scale_local_gradients=True):
     """Wraps an optimizer so that gradients are averaged across ranks before they are applied:
-    a tf.compat.v1.train.Optimizer (graph mode) or a Keras 3 optimizer (korovod.keras)."""
+    a tf.compat.v1.train.Optimizer (graph mode) or a Keras 3 optimizer (as korovod.keras does)."""
     del device_dense, device_sparse
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
@@ -159,14 +160,12 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
                                             process_set, scale_local_gradients)
     if op == Adasum:
         raise ValueError("op == Adasum is not supported yet with Keras")
-    import korovod.keras as hvd_keras
-
-    return hvd_keras.DistributedOptimizer(optimizer, name=name, compression=compression,
-                                          sparse_as_dense=sparse_as_dense,
-                                          gradient_predivide_factor=gradient_predivide_factor, op=op,
-                                          backward_passes_per_step=backward_passes_per_step,
-                                          average_aggregated_gradients=average_aggregated_gradients, groups=groups,
-                                          process_set=process_set, scale_local_gradients=scale_local_gradients)
+    return _keras_distributed_optimizer(optimizer, name=name, compression=compression,
+                                        sparse_as_dense=sparse_as_dense,
+                                        gradient_predivide_factor=gradient_predivide_factor, op=op,
+                                        backward_passes_per_step=backward_passes_per_step,
+                                        average_aggregated_gradients=average_aggregated_gradients, groups=groups,
+                                        process_set=process_set, scale_local_gradients=scale_local_gradients)
 
 
 __all__ = [

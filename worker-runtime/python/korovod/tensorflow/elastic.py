@@ -28,10 +28,9 @@ from typing import List
 
 import tensorflow as tf
 
+from korovod._keras.elastic import KerasState, VariablesState
+from korovod.common.elastic import run_translating_errors as run
 from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
-from korovod.keras import elastic as _keras_elastic
-
-run = _keras_elastic.run
 
 
 def _require_eager(what: str) -> None:
@@ -39,7 +38,7 @@ def _require_eager(what: str) -> None:
         raise NotImplementedError(f"{what} works in eager mode (TensorFlow 2), as Horovod's does")
 
 
-class TensorFlowKerasState(_keras_elastic.KerasState):
+class TensorFlowKerasState(KerasState):
     """State of a Keras model and optimizer (TensorFlow backend) and any other picklable keyword
     arguments. The model must be built; the optimizer (default: model.optimizer) is built on the
     model's trainable variables if it is not yet. `backend` is accepted for Horovod's signature."""
@@ -49,7 +48,7 @@ class TensorFlowKerasState(_keras_elastic.KerasState):
         super().__init__(model, optimizer=optimizer, backend=backend, **kwargs)
 
 
-class TensorFlowState(_keras_elastic.VariablesState):
+class TensorFlowState(VariablesState):
     """State of a list of tf.Variable (Horovod requires it: TF2 has no global variables to default
     to) and any other picklable keyword arguments."""
 

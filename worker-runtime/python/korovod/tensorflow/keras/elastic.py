@@ -1,4 +1,4 @@
-"""korovod.tensorflow.keras.elastic: korovod.keras.elastic under Horovod's other name."""
+"""korovod.tensorflow.keras.elastic: the same as korovod.keras.elastic (korovod._keras.elastic)."""
 
-from korovod.keras.elastic import *  # noqa: F401,F403
-from korovod.keras.elastic import __all__  # noqa: F401
+from korovod._keras.elastic import *  # noqa: F401,F403
+from korovod._keras.elastic import __all__  # noqa: F401

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import keras
 
+from korovod._keras.compression import Compression
+from korovod._keras.gradients import KerasGradientReducer
 from korovod.common.basics import Average, Sum
 from korovod.common.process_sets import global_process_set
-from korovod.keras._reduce import KerasGradientReducer
-from korovod.keras.compression import Compression
 
 
 def _key(variable):

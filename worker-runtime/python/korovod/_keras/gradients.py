@@ -33,6 +33,7 @@ class KerasGradientReducer:
         self.backend = keras.backend.backend()
         self._tf_reducer = None
         if self.backend == "tensorflow":
+            # Each backend's binding only where Keras runs on it: the others need not be installed.
             from korovod.tensorflow.gradients import GradientReducer
 
             self._tf_reducer = GradientReducer(name, compression, sparse_as_dense, op, gradient_predivide_factor,
@@ -66,7 +67,7 @@ class KerasGradientReducer:
         return result
 
     def _torch(self, tensors, names, postscale):
-        import korovod.torch as hvd_torch
+        from korovod.torch import mpi_ops as hvd_torch
 
         handles = [hvd_torch.allreduce_async(t.contiguous(), name=n, op=self.op, prescale_factor=self.prescale,
                                              postscale_factor=postscale, process_set=self.process_set)
