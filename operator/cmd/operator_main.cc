@@ -1,15 +1,14 @@
 // korovod-operator: the MPIJob controller binary. Flags in cmd/flags.h and docs/operator.md.
 //
-// Startup: flags -> kubeconfig -> probes server -> preflight (CRD installed, RBAC allows every
-// verb; exit 1 with a message naming what is missing) -> leader election (Lease) -> Manager.
+// main() parses flags and wires: kubeconfig -> REST client -> preflight (CRD installed, RBAC
+// allows every verb; exit 1 with a message naming what is missing) -> controller::Manager, which
+// serves the probes and metrics, elects a leader (Lease) and runs the controller.
 // SIGTERM/SIGINT: stop taking work, finish in-flight reconciles, release the Lease, exit 0.
 // Losing the Lease is fatal (exit 1), as in the reference: another replica leads now.
-#include <atomic>
-#include <condition_variable>
 #include <csignal>
-#include <mutex>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <stop_token>
 #include <thread>
@@ -25,9 +24,6 @@
 #include "controller/preflight.h"
 #include "controller/recorder.h"
 #include "kube/config.h"
-#include "kube/http_server.h"
-#include "kube/leader_election.h"
-#include "kube/mutex.h"
 #include "kube/rest_client.h"
 #include "mpijob/ssh_keys.h"
 
@@ -70,8 +66,21 @@ void wait_for_signal(std::stop_source stop, std::stop_token done, Logger& log) {
   }
 }
 
-int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
-  // Configuration: the reference lets $KUBECONFIG override -kubeConfig.
+// Takes SIGTERM/SIGINT (blocked in every thread by main) on a thread of its own; the first one
+// requests stop on token(). The thread ends with this object.
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(Logger& log)
+      : thread_([this, &log](std::stop_token done) { wait_for_signal(stop_, done, log); }) {}
+  std::stop_token token() const { return stop_.get_token(); }
+
+ private:
+  std::stop_source stop_;
+  std::jthread thread_;  // after stop_, which it uses
+};
+
+// The reference lets $KUBECONFIG override -kubeConfig.
+std::optional<kube::Config> load_cluster_config(const operator_cmd::Flags& flags, Logger& log) {
   auto env = kube::ConfigEnvironment::process();
   const bool env_kubeconfig = env.getenv("KUBECONFIG").has_value();
   kube::Config config;
@@ -79,26 +88,34 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
     config = kube::load_config(env_kubeconfig ? "" : flags.kubeconfig, env);
   } catch (const std::exception& e) {
     log.error("cannot load the cluster configuration", {{"error", e.what()}});
-    return 1;
+    return std::nullopt;
   }
   if (!flags.master.empty()) config.server = flags.master;
-  // Before the first request: do not load the system CA bundle into every new TLS connection
-  // only to replace it with the cluster's CA (~20 ms of CPU each; see HttpRuntimeOptions).
-  // cpprestsdk's pool keeps its default size: watches and probes share it with the workers.
+  return config;
+}
+
+// Before the first request: do not load the system CA bundle into every new TLS connection only
+// to replace it with the cluster's CA (~20 ms of CPU each; see HttpRuntimeOptions).
+// cpprestsdk's pool keeps its default size: watches and probes share it with the workers.
+bool prepare_http_runtime(Logger& log) {
   try {
     kube::configure_http_runtime({.threads = 0, .skip_default_verify_paths = true});
   } catch (const std::exception& e) {
     log.error("cannot configure the HTTP runtime", {{"error", e.what()}});
-    return 1;
+    return false;
   }
+  return true;
+}
+
+kube::RestClientOptions rest_client_options(const operator_cmd::Flags& flags) {
   kube::RestClientOptions ro;
   ro.qps = flags.kube_api_qps;
   ro.burst = flags.kube_api_burst;
   ro.user_agent = std::string("korovod-operator/") + KOROVOD_VERSION;
-  kube::RestClient rest(config, ro, clock);
-  controller::OperatorMetrics metrics;
-  controller::CountingClient client(rest, metrics);
+  return ro;
+}
 
+mpijob::ReconcilerOptions reconciler_options(const operator_cmd::Flags& flags) {
   mpijob::ReconcilerOptions rec;
   rec.build.cluster_domain = flags.cluster_domain;
   rec.build.gang_scheduler = flags.gang_scheduling;
@@ -107,16 +124,22 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
   rec.build.network_policy.scraper_namespace = flags.network_policy_scraper_namespace;
   rec.build.network_policy.scraper_labels = mpijob::parse_match_labels(flags.network_policy_scraper_labels);
   rec.create_concurrency = flags.worker_create_concurrency;
+  return rec;
+}
 
+void log_start(const operator_cmd::Flags& flags, const std::string& server, Logger& log) {
   log.info("starting korovod-operator",
-           {{"version", KOROVOD_VERSION}, {"server", config.server},
+           {{"version", KOROVOD_VERSION}, {"server", server},
             {"namespaces", flags.namespaces.empty() ? "(all)" : fmt::format("{}", fmt::join(flags.namespaces, ","))},
             {"threadiness", std::to_string(flags.threadiness)},
             {"leader_elect", flags.leader_elect ? "true" : "false"},
             {"gang_scheduling", flags.gang_scheduling},
             {"network_policy", flags.network_policy}});
+}
 
-  // Preflight: fail fast and clearly on a missing CRD or RBAC gap.
+// Fails fast and clearly on a missing CRD or RBAC gap; false when the operator cannot run.
+bool preflight(kube::Client& client, const operator_cmd::Flags& flags,
+               const mpijob::ReconcilerOptions& rec, const std::string& server, Logger& log) {
   try {
     controller::check_crds(client, flags.namespaces, rec.build);
     auto perms = controller::needed_permissions(flags.namespaces, rec.build, flags.leader_elect,
@@ -127,142 +150,71 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
     }
   } catch (const controller::PreflightError& e) {
     log.error(e.what());
-    return 1;
+    return false;
   } catch (const kube::ApiError& e) {
-    log.error("cannot reach the API server", {{"server", config.server}, {"error", e.what()}});
-    return 1;
+    log.error("cannot reach the API server", {{"server", server}, {"error", e.what()}});
+    return false;
   }
+  return true;
+}
 
-  const std::string identity = hostname() + "_" + uuid4();
-  controller::EventRecorder recorder(client, metrics, log, clock, hostname());
+controller::ManagerOptions manager_options(const operator_cmd::Flags& flags,
+                                           mpijob::ReconcilerOptions rec, Logger& log,
+                                           controller::OperatorMetrics& metrics,
+                                           mpijob::Recorder& recorder) {
   controller::ManagerOptions mo;
   mo.namespaces = flags.namespaces;
   mo.threadiness = flags.threadiness;
   mo.queue_qps = flags.queue_rate_limit;
   mo.queue_burst = flags.queue_burst;
-  mo.reconciler = rec;
+  mo.reconciler = std::move(rec);
   mo.log = &log;
   mo.metrics = &metrics;
   mo.recorder = &recorder;
   mo.event_host = hostname();
-  controller::Manager manager(client, mo, clock);
+  mo.health_port = flags.health_port;
+  mo.metrics_port = flags.monitoring_port;
+  if (flags.leader_elect) {
+    mo.leader_election.emplace();
+    mo.leader_election->lease_namespace = flags.lock_namespace;
+    mo.leader_election->identity = hostname() + "_" + uuid4();
+  }
+  return mo;
+}
 
-  // Leader election on Lease mpi-operator (the reference's 15s / 5s / 3s). Losing the lease
-  // while running is fatal: another replica leads now.
-  kube::Mutex lead_mu;
-  std::condition_variable_any lead_cv;
-  bool leading KOROVOD_GUARDED_BY(lead_mu) = false;
-  std::atomic<bool> stopping{false};
-  kube::LeaderElectionConfig lc;
-  lc.lease_namespace = flags.lock_namespace;
-  lc.lease_name = "mpi-operator";
-  lc.identity = identity;
-  lc.lease_duration = std::chrono::seconds(15);
-  lc.renew_deadline = std::chrono::seconds(5);
-  lc.retry_period = std::chrono::seconds(3);
-  lc.release_on_stop = true;
-  lc.on_started_leading = [&] {
-    log.info("successfully acquired lease", {{"lease", flags.lock_namespace + "/mpi-operator"},
-                                             {"identity", identity}});
-    kube::MutexLock lock(lead_mu);
-    leading = true;
-    lead_cv.notify_all();
-  };
-  lc.on_stopped_leading = [&] {
-    if (stopping) return;
-    log.error("leader election lost; exiting", {{"identity", identity}});
-    std::_Exit(1);
-  };
-  lc.on_new_leader = [&](const std::string& who) {
-    if (who != identity) log.info("new leader elected", {{"leader", who}});
-  };
-  lc.on_error = [&](const std::string& e) { log.warning("leader election", {{"error", e}}); };
-  kube::LeaderElector elector(client, lc, clock);
-
-  // Probes and metrics.
-  std::unique_ptr<kube::HttpServer> health, monitoring;
-  auto ready = [&]() -> kube::CheckResult {
-    if (flags.leader_elect && !elector.is_leader()) return kube::CheckResult::healthy();  // standby
-    return manager.synced() ? kube::CheckResult::healthy()
-                            : kube::CheckResult::failed("caches not synced yet");
-  };
-  auto alive = [&]() -> kube::CheckResult {
-    kube::MutexLock lock(lead_mu);
-    if (flags.leader_elect && leading && !elector.is_leader() && !stopping) {
-      return kube::CheckResult::failed("leader lease lost");
-    }
-    return kube::CheckResult::healthy();
-  };
+// Serves the probes, then leads (or stands by) and reconciles until SIGTERM/SIGINT.
+int serve_until_signal(controller::Manager& manager, Logger& log) {
   try {
-    if (flags.health_port > 0) {
-      health = std::make_unique<kube::HttpServer>("", static_cast<uint16_t>(flags.health_port));
-      health->add_healthz_check("leader-election", alive);
-      health->add_readyz_check("informers", ready);
-      if (flags.monitoring_port == flags.health_port) {
-        health->set_metrics([&] { return metrics.render(); });
-      }
-      health->start();
-    }
-    if (flags.monitoring_port > 0 && flags.monitoring_port != flags.health_port) {
-      monitoring = std::make_unique<kube::HttpServer>(
-          "", static_cast<uint16_t>(flags.monitoring_port));
-      monitoring->set_metrics([&] { return metrics.render(); });
-      monitoring->start();
-    }
+    manager.serve_probes();
   } catch (const std::exception& e) {
     log.error("cannot serve probes/metrics", {{"error", e.what()}});
     return 1;
   }
-  log.info("serving", {{"health_port", std::to_string(flags.health_port)},
-                       {"monitoring_port", std::to_string(flags.monitoring_port)}});
-
-  std::stop_source stop;
-  std::stop_source signal_done;
-  std::jthread signals(
-      [&](std::stop_token) { wait_for_signal(stop, signal_done.get_token(), log); });
-
-  std::jthread election;
-  if (flags.leader_elect) {
-    log.info("attempting to acquire leader lease",
-             {{"lease", flags.lock_namespace + "/mpi-operator"}, {"identity", identity}});
-    election = std::jthread([&] { elector.run(); });
-    bool led = false;
-    {
-      kube::MutexLock lock(lead_mu);
-      auto token = stop.get_token();
-      led = lead_cv.wait(lock, token, [&] { return leading; });
-    }
-    if (!led) {
-      log.info("stopped before becoming leader");
-      stopping = true;
-      elector.stop();
-      election.join();
-      signal_done.request_stop();
-      return 0;
-    }
-  }
-  metrics.set_leader(true);
-
   int code = 0;
-  try {
-    manager.run(stop.get_token());
-  } catch (const std::exception& e) {
-    log.error("controller failed", {{"error", e.what()}});
-    code = 1;
+  {
+    SignalWatcher signals(log);
+    try {
+      manager.run(signals.token());
+    } catch (const std::exception&) {  // run() logged it
+      code = 1;
+    }
   }
-  stop.request_stop();
-  stopping = true;
-  if (election.joinable()) {
-    elector.stop();  // releases the lease
-    election.join();
-    log.info("released leader lease", {{"identity", identity}});
-  }
-  metrics.set_leader(false);
-  signal_done.request_stop();
-  if (monitoring) monitoring->stop();
-  if (health) health->stop();
   log.info("exiting", {{"code", std::to_string(code)}});
   return code;
+}
+
+int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
+  const std::optional<kube::Config> config = load_cluster_config(flags, log);
+  if (!config || !prepare_http_runtime(log)) return 1;
+  kube::RestClient rest(*config, rest_client_options(flags), clock);
+  controller::OperatorMetrics metrics;
+  controller::CountingClient client(rest, metrics);
+  const mpijob::ReconcilerOptions rec = reconciler_options(flags);
+  log_start(flags, config->server, log);
+  if (!preflight(client, flags, rec, config->server, log)) return 1;
+  controller::EventRecorder recorder(client, metrics, log, clock, hostname());
+  controller::Manager manager(client, manager_options(flags, rec, log, metrics, recorder), clock);
+  return serve_until_signal(manager, log);
 }
 
 }  // namespace

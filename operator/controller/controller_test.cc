@@ -1,5 +1,5 @@
 // Unit tests of the controller wiring: owner mapping, metrics text, log lines, and the Manager
-// end to end against a MemoryClient (the local-mode configuration).
+// end to end against a MemoryClient (the local-mode configuration, and with leader election).
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -11,6 +11,7 @@
 #include "controller/metrics.h"
 #include "controller/owner_mapping.h"
 #include "controller/preflight.h"
+#include "kube/leader_election.h"
 #include "kube/memory_client.h"
 #include "kube/object_meta.h"
 #include "mpijob/testing/fixtures.h"
@@ -154,6 +155,72 @@ TEST(Manager, ReconcilesAgainstMemoryClient) {
   t.join();
   EXPECT_FALSE(m.synced());
   EXPECT_GT(m.reconciles(), 0u);
+}
+
+ManagerOptions elected(const std::string& identity, OperatorMetrics& metrics) {
+  ManagerOptions o;
+  o.namespaces = {"default"};
+  o.metrics = &metrics;
+  o.leader_election.emplace();
+  o.leader_election->lease_namespace = "korovod";
+  o.leader_election->identity = identity;
+  o.leader_election->on_lost = [] { ADD_FAILURE() << "the lease was lost"; };
+  return o;
+}
+
+std::string lease_holder(kube::MemoryClient& client) {
+  return client.get(kube::resources::kLeases, "korovod", "mpi-operator")["spec"]
+      .value("holderIdentity", "");
+}
+
+bool pods_appear(kube::MemoryClient& client, std::chrono::milliseconds within) {
+  for (auto waited = std::chrono::milliseconds(0); waited < within;
+       waited += std::chrono::milliseconds(25)) {
+    if (!client.list(kube::resources::kPods, "default", {}).items.empty()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return false;
+}
+
+TEST(Manager, ReconcilesOnceLeadingAndHandsTheLeaseBackOnStop) {
+  kube::MemoryClient client;
+  kube::RealClock clock;
+  kube::Object job = mpijob::testing::pi_job(2);
+  job["metadata"].erase("uid");
+  client.create(mpijob::kMPIJobs, "default", job);
+  OperatorMetrics metrics;
+  Manager m(client, elected("a", metrics), clock);
+  std::jthread t([&](std::stop_token st) { m.run(st); });
+  ASSERT_TRUE(pods_appear(client, std::chrono::seconds(5)));
+  EXPECT_EQ(lease_holder(client), "a");
+  EXPECT_NE(metrics.render().find("mpi_operator_is_leader 1\n"), std::string::npos);
+  t.request_stop();
+  t.join();
+  EXPECT_EQ(lease_holder(client), "");
+  EXPECT_NE(metrics.render().find("mpi_operator_is_leader 0\n"), std::string::npos);
+}
+
+TEST(Manager, StandbyReconcilesNothingAndStopsWithoutTheLease) {
+  kube::MemoryClient client;
+  kube::RealClock clock;
+  kube::LeaderElectionConfig other;
+  other.lease_namespace = "korovod";
+  other.lease_name = "mpi-operator";
+  other.identity = "b";
+  kube::LeaderElector leader(client, other, clock);
+  ASSERT_TRUE(leader.try_acquire_or_renew());
+  kube::Object job = mpijob::testing::pi_job(2);
+  job["metadata"].erase("uid");
+  client.create(mpijob::kMPIJobs, "default", job);
+  OperatorMetrics metrics;
+  Manager m(client, elected("a", metrics), clock);
+  std::jthread t([&](std::stop_token st) { m.run(st); });
+  EXPECT_FALSE(pods_appear(client, std::chrono::milliseconds(500)));
+  EXPECT_FALSE(m.synced());
+  t.request_stop();
+  t.join();
+  EXPECT_EQ(lease_holder(client), "b");
+  EXPECT_EQ(m.reconciles(), 0u);
 }
 
 }  // namespace

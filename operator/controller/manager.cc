@@ -8,6 +8,7 @@
 #include "controller/reconcile_failure.h"
 #include "controller/recorder.h"
 #include "controller/verified_status_client.h"
+#include "kube/http_server.h"
 #include "kube/mutex.h"
 #include "kube/object_meta.h"
 #include "kube/rate_limiter.h"
@@ -80,9 +81,13 @@ Manager::Manager(kube::Client& client, ManagerOptions options, kube::Clock& cloc
       *reconciler_client_, *cache_, options_.keys ? *options_.keys : *own_keys_, recorder,
       clock_, options_.reconciler);
   failures_ = std::make_unique<ReconcileFailures>(queue_, *log_, *metrics_, recorder);
+  if (options_.leader_election) {
+    leader_ = std::make_unique<LeaderGate>(client_, *options_.leader_election, *log_, clock_);
+  }
 }
 
 Manager::~Manager() {
+  stop_probes();  // their checks read the state below
   queue_.shut_down();
   for (auto& inf : informers_) inf->stop();
 }
@@ -130,7 +135,57 @@ void Manager::enqueue_owner(const kube::ObjectEvent& obj, bool is_pod) {
   queue_.add(*key);
 }
 
+void Manager::serve_probes() {
+  const int health = options_.health_port, monitoring = options_.metrics_port;
+  if (health > 0) {
+    health_server_ = std::make_unique<kube::HttpServer>("", static_cast<uint16_t>(health));
+    health_server_->add_healthz_check("leader-election", [this] { return alive(); });
+    health_server_->add_readyz_check("informers", [this] { return ready(); });
+    if (monitoring == health) health_server_->set_metrics([this] { return metrics_->render(); });
+    health_server_->start();
+  }
+  if (monitoring > 0 && monitoring != health) {
+    metrics_server_ = std::make_unique<kube::HttpServer>("", static_cast<uint16_t>(monitoring));
+    metrics_server_->set_metrics([this] { return metrics_->render(); });
+    metrics_server_->start();
+  }
+  log_->info("serving", {{"health_port", std::to_string(health)},
+                         {"monitoring_port", std::to_string(monitoring)}});
+}
+
+void Manager::stop_probes() {
+  if (metrics_server_) metrics_server_->stop();
+  if (health_server_) health_server_->stop();
+}
+
+kube::CheckResult Manager::alive() const {
+  if (leader_ && leader_->lost()) return kube::CheckResult::failed("leader lease lost");
+  return kube::CheckResult::healthy();
+}
+
+kube::CheckResult Manager::ready() const {
+  if (leader_ && !leader_->is_leader()) return kube::CheckResult::healthy();  // a standby
+  return synced_ ? kube::CheckResult::healthy()
+                 : kube::CheckResult::failed("caches not synced yet");
+}
+
 void Manager::run(std::stop_token stop) {
+  if (leader_ && !leader_->wait_until_leading(stop)) return;
+  metrics_->set_leader(true);
+  std::exception_ptr failure;
+  try {
+    run_controller(stop);
+  } catch (const std::exception& e) {
+    log_->error("controller failed", {{"error", e.what()}});
+    failure = std::current_exception();
+  }
+  if (leader_) leader_->release();
+  metrics_->set_leader(false);
+  stop_probes();
+  if (failure) std::rethrow_exception(failure);
+}
+
+void Manager::run_controller(std::stop_token stop) {
   log_->info("starting informers", {{"count", std::to_string(informers_.size())}});
   for (auto& inf : informers_) inf->start();
   const auto deadline = clock_.steady_now() + options_.cache_sync_timeout;

@@ -1,19 +1,22 @@
-// Manager: the MPIJob controller's wiring, shared by the korovod-operator binary (against a
-// RestClient) and local mode (against a MemoryClient).
+// Manager: the MPIJob controller's composition root, as controller-runtime's Manager, shared by
+// the korovod-operator binary (against a RestClient) and local mode (against a MemoryClient).
 //
 //   Manager m(client, options, clock);
+//   m.serve_probes();                                          // the binary only
 //   std::jthread t([&](std::stop_token st) { m.run(st); });   // blocks until stop
 //
-// run() starts informers for MPIJob, ConfigMap, Secret, Service, Job, Pod, PriorityClass (and
-// PodGroup with gang scheduling) in every watched namespace, waits until they have synced,
-// then runs `threadiness` workers that take MPIJob keys from a rate-limited work queue and call
-// mpijob::Reconciler::reconcile. Events on owned objects enqueue their MPIJob (Pod -> Job ->
-// MPIJob for launcher pods). A failed reconcile is handled by ReconcileFailures: a retryable
-// failure is requeued with per-key exponential backoff (5ms..1000s, max'ed with a token
-// bucket), a permanent one (the API server refused the request: Invalid, Forbidden, ...) is
-// not requeued with backoff: it waits for the next change, or 5 minutes (reconcile_failure.h). Result::requeue_after is
-// honoured. On stop: no new keys are handed out, in-flight reconciles finish, informers stop,
-// run() returns.
+// serve_probes() serves /healthz, /readyz and /metrics. With leader election (the binary), run()
+// first campaigns for the Lease (leader_gate.h) and reconciles only once this replica leads.
+// The controller then starts informers for MPIJob, ConfigMap, Secret, Service, Job, Pod,
+// PriorityClass (and PodGroup with gang scheduling) in every watched namespace, waits until they
+// have synced, then runs `threadiness` workers that take MPIJob keys from a rate-limited work
+// queue and call mpijob::Reconciler::reconcile. Events on owned objects enqueue their MPIJob
+// (Pod -> Job -> MPIJob for launcher pods). A failed reconcile is handled by ReconcileFailures: a
+// retryable failure is requeued with per-key exponential backoff (5ms..1000s, max'ed with a token
+// bucket), a permanent one (the API server refused the request: Invalid, Forbidden, ...) is not
+// requeued with backoff: it waits for the next change, or 5 minutes (reconcile_failure.h).
+// Result::requeue_after is honoured. On stop: no new keys are handed out, in-flight reconciles
+// finish, informers stop, the lease is handed back, run() returns.
 #pragma once
 
 #include <atomic>
@@ -24,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/leader_gate.h"
 #include "controller/log.h"
 #include "controller/metrics.h"
 #include "controller/reconcile_failure.h"
@@ -32,6 +36,11 @@
 #include "kube/informer.h"
 #include "kube/workqueue.h"
 #include "mpijob/reconciler.h"
+
+namespace kube {
+class HttpServer;
+struct CheckResult;
+}  // namespace kube
 
 namespace controller {
 
@@ -48,6 +57,12 @@ struct ManagerOptions {
   mpijob::Recorder* recorder = nullptr;    // default: core/v1 Events + metrics
   mpijob::KeyGenerator* keys = nullptr;    // default: OpenSSL ECDSA P-521
   std::string event_host;                  // Event.source.host
+  // Campaign for this Lease before reconciling; none: reconcile at once (local mode).
+  std::optional<LeaderElectionOptions> leader_election;
+  // serve_probes(): /healthz and /readyz on health_port, /metrics on metrics_port (on the same
+  // server when the ports are equal); 0 serves nothing on that port.
+  int health_port = 0;
+  int metrics_port = 0;
 };
 
 class Manager {
@@ -57,8 +72,14 @@ class Manager {
   Manager(const Manager&) = delete;
   Manager& operator=(const Manager&) = delete;
 
-  // Blocks until stop is requested; see the file comment. Throws std::runtime_error if the
-  // caches do not sync within cache_sync_timeout.
+  // Binds the probe and metrics ports and serves them until run() returns or the Manager is
+  // destroyed. Throws std::exception when a port cannot be served.
+  void serve_probes();
+
+  // Blocks until stop is requested; see the file comment. With leader election it returns
+  // without reconciling when stop comes before the lease, and hands the lease back on the way
+  // out. Throws (after logging "controller failed") std::runtime_error if the caches do not sync
+  // within cache_sync_timeout.
   void run(std::stop_token stop);
 
   bool synced() const { return synced_; }      // caches synced and workers running
@@ -67,6 +88,10 @@ class Manager {
   OperatorMetrics& metrics() { return *metrics_; }
 
  private:
+  void run_controller(std::stop_token stop);
+  kube::CheckResult alive() const;
+  kube::CheckResult ready() const;
+  void stop_probes();
   void add_informer(const kube::Resource& r, const std::string& ns);
   void enqueue_owner(const kube::ObjectEvent& obj, bool is_pod);
   void worker();
@@ -89,6 +114,8 @@ class Manager {
   std::unique_ptr<kube::Client> reconciler_client_;  // client_ with status writes verified
   std::unique_ptr<mpijob::Reconciler> reconciler_;
   std::unique_ptr<ReconcileFailures> failures_;  // thread-safe
+  std::unique_ptr<LeaderGate> leader_;             // with options_.leader_election only
+  std::unique_ptr<kube::HttpServer> health_server_, metrics_server_;  // serve_probes()
   std::atomic<bool> synced_{false};
   std::atomic<uint64_t> reconciles_{0};
 };
