@@ -32,13 +32,23 @@ std::vector<std::string> normalize_args(int argc, const char* const* argv) {
   return out;
 }
 
-ParseResult parse_flags(int argc, const char* const* argv,
-                        const std::optional<std::string>& kubeflow_namespace_env) {
-  Flags f;
-  std::string namespaces = kubeflow_namespace_env.value_or("");
-  CLI::App app{"korovod-operator: the MPIJob (kubeflow.org/v2beta1) controller of korovod",
-               "korovod-operator"};
-  app.get_formatter()->column_width(40);
+namespace {
+
+// "k=v,k2=v2" or empty; CLI11's validator convention: "" when valid, else the error.
+std::string match_labels_error(const std::string& v) {
+  for (size_t at = 0; at < v.size();) {
+    size_t end = v.find(',', at);
+    if (end == std::string::npos) end = v.size();
+    const size_t eq = v.find('=', at);
+    if (eq == std::string::npos || eq == at || eq > end) return "expected k=v,k2=v2";
+    at = end + 1;
+  }
+  return "";
+}
+
+// The API server, what is watched, and how the controller runs there. `namespaces` is the raw
+// comma-separated --namespace.
+void add_controller_flags(CLI::App& app, Flags& f, std::string& namespaces) {
   app.add_option("--kubeconfig,--kubeConfig", f.kubeconfig,
                  "Path to a kubeconfig; the KUBECONFIG env var overrides it. Empty: in-cluster "
                  "service account, then ~/.kube/config");
@@ -71,6 +81,10 @@ ParseResult parse_flags(int argc, const char* const* argv,
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--cluster-domain", f.cluster_domain,
                  "Cluster DNS domain appended to host names, e.g. cluster.local");
+}
+
+// The operator's log, and what it builds for each MPIJob (network, parallel creates).
+void add_log_and_job_flags(CLI::App& app, Flags& f) {
   app.add_option("--log-format", f.log_format, "text (key=value) or json")
       ->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   app.add_option("--log-level", f.log_level, "trace, debug, info, warning or error")
@@ -88,28 +102,36 @@ ParseResult parse_flags(int argc, const char* const* argv,
                  "The metrics scraper's namespace, let into the job's pods as well (empty: the job's own)");
   app.add_option("--network-policy-scraper-labels", f.network_policy_scraper_labels,
                  "The metrics scraper's pod labels, k=v,k2=v2 (empty with an empty namespace: no scraper rule)")
-      ->check([](const std::string& v) -> std::string {
-        for (size_t at = 0; at < v.size();) {
-          size_t end = v.find(',', at);
-          if (end == std::string::npos) end = v.size();
-          const size_t eq = v.find('=', at);
-          if (eq == std::string::npos || eq == at || eq > end) return "expected k=v,k2=v2";
-          at = end + 1;
-        }
-        return "";
-      });
+      ->check(match_labels_error);
   app.add_option("--worker-create-concurrency", f.worker_create_concurrency,
                  "Worker pods of one MPIJob created in parallel")
       ->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_flag("--version", f.version, "Print the version and exit");
-  // Accepted for compatibility with the reference's manifests; ignored (korovod always logs to
-  // stderr, at --log-level).
-  bool ignored_bool = false;
-  std::string ignored;
+}
+
+// Accepted for compatibility with the reference's manifests; ignored (korovod always logs to
+// stderr, at --log-level). The values land in `ignored_bool` and `ignored`.
+void add_klog_flags(CLI::App& app, bool& ignored_bool, std::string& ignored) {
   app.add_flag("--alsologtostderr,--logtostderr", ignored_bool, "Ignored (klog compatibility)")
       ->group("Compatibility");
   app.add_option("--v,--stderrthreshold,--log_dir,--log-dir,--vmodule", ignored,
                  "Ignored (klog compatibility)")->group("Compatibility");
+}
+
+}  // namespace
+
+ParseResult parse_flags(int argc, const char* const* argv,
+                        const std::optional<std::string>& kubeflow_namespace_env) {
+  Flags f;
+  std::string namespaces = kubeflow_namespace_env.value_or("");
+  CLI::App app{"korovod-operator: the MPIJob (kubeflow.org/v2beta1) controller of korovod",
+               "korovod-operator"};
+  app.get_formatter()->column_width(40);
+  add_controller_flags(app, f, namespaces);
+  add_log_and_job_flags(app, f);
+  app.add_flag("--version", f.version, "Print the version and exit");
+  bool ignored_bool = false;
+  std::string ignored;
+  add_klog_flags(app, ignored_bool, ignored);
 
   std::vector<std::string> args = normalize_args(argc, argv);
   std::vector<std::string> rev(args.rbegin(), args.rend() - 1);

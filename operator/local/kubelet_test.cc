@@ -39,90 +39,102 @@ std::string renew_time(kube::Client& client) {
   }
 }
 
-TEST(Kubelet, RegistersRenewsOnTheClockAndRunsOnlyItsOwnPods) {
-  const fs::path dir = fs::temp_directory_path() / ("korovod-kubelet-test-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  kube::FakeClock clock;
-  kube::MemoryClient client(clock);
-  FakeProcessLauncher launcher;
-  KubeletOptions o;
-  o.node_name = "n1";
-  o.work_dir = dir;
-  o.bin_dir = dir / "bin";
-  o.host_path = "/usr/bin:/bin";
-  o.host_sanitizer_env = {{"ASAN_OPTIONS", "detect_leaks=1"}, {"LSAN_OPTIONS", "suppressions=/host.supp"}};
-  std::atomic<bool> stop{false};
-  std::ostringstream out;
-  int code = -1;
-  std::atomic<bool> returned{false};
-  std::thread kubelet([&] {
-    code = run_kubelet(client, clock, launcher, o, stop, out);
-    returned = true;
-  });
-  struct StopAtExit {  // a failed ASSERT still stops and joins the kubelet
-    std::atomic<bool>& stop;
-    std::atomic<bool>& returned;
-    kube::FakeClock& clock;
-    std::thread& thread;
-    ~StopAtExit() {
-      if (!thread.joinable()) return;
-      stop = true;
-      while (!returned) {  // its stop check runs every 200 ms of clock time
-        clock.advance(250ms);
+// One kubelet "n1" on its own thread, stopped and joined when the test ends (a failed ASSERT too).
+class Kubelet : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    KubeletOptions o;
+    o.node_name = "n1";
+    o.work_dir = dir_;
+    o.bin_dir = dir_ / "bin";
+    o.host_path = "/usr/bin:/bin";
+    o.host_sanitizer_env = {{"ASAN_OPTIONS", "detect_leaks=1"}, {"LSAN_OPTIONS", "suppressions=/host.supp"}};
+    kubelet_ = std::thread([this, o] {
+      code_ = run_kubelet(client_, clock_, launcher_, o, stop_, out_);
+      returned_ = true;
+    });
+  }
+
+  void TearDown() override {
+    if (kubelet_.joinable()) {
+      stop_ = true;
+      while (!returned_) {  // its stop check runs every 200 ms of clock time
+        clock_.advance(250ms);
         std::this_thread::sleep_for(1ms);
       }
-      thread.join();
+      kubelet_.join();
     }
-  } stop_at_exit{stop, returned, clock, kubelet};
+    fs::remove_all(dir_);
+  }
 
-  ASSERT_TRUE(eventually([&] { return renew_time(client) == "2026-01-01T00:00:00.000000Z"; }))
-      << renew_time(client);
-  const auto node = client.get(kube::resources::kNodes, "", "n1");
+  // A pod that sleeps, bound to `node`, whose container sets its own LSAN_OPTIONS.
+  void create_pod(const std::string& name, const std::string& node) {
+    client_.create(kube::resources::kPods, "default",
+                   {{"metadata", {{"name", name}}},
+                    {"spec", {{"nodeName", node},
+                              {"containers", {{{"name", "c"},
+                                               {"command", {"sleep", "300"}},
+                                               {"env", {{{"name", "LSAN_OPTIONS"}, {"value", "pod-own"}}}}}}}}}});
+  }
+
+  // 250 ms of clock time: each of the two loops (the kubelet's 200 ms stop check, the pod
+  // runtime's 250 ms poll) runs once and waits on the clock again.
+  void pass() {
+    const auto before = clock_.waits_started();
+    clock_.advance(250ms);
+    ASSERT_TRUE(clock_.wait_for_waits_started(before + 2));
+  }
+
+  std::string pod_phase(const std::string& name) {
+    return field(client_.get(kube::resources::kPods, "default", name), "status").value("phase", "");
+  }
+
+  const fs::path dir_ = fs::temp_directory_path() / ("korovod-kubelet-test-" + std::to_string(getpid()));
+  kube::FakeClock clock_;
+  kube::MemoryClient client_{clock_};
+  FakeProcessLauncher launcher_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> returned_{false};
+  std::ostringstream out_;
+  int code_ = -1;
+  std::thread kubelet_;
+};
+
+TEST_F(Kubelet, RegistersRenewsOnTheClockAndRunsOnlyItsOwnPods) {
+  ASSERT_TRUE(eventually([&] { return renew_time(client_) == "2026-01-01T00:00:00.000000Z"; }))
+      << renew_time(client_);
+  const auto node = client_.get(kube::resources::kNodes, "", "n1");
   EXPECT_EQ(node["status"]["conditions"][0]["type"], "Ready");
   EXPECT_EQ(node["status"]["conditions"][0]["status"], "True");
 
-  for (const char* name : {"mine", "theirs"}) {
-    client.create(kube::resources::kPods, "default",
-                  {{"metadata", {{"name", name}}},
-                   {"spec", {{"nodeName", std::string(name) == "mine" ? "n1" : "n2"},
-                             {"containers", {{{"name", "c"},
-                                              {"command", {"sleep", "300"}},
-                                              {"env", {{{"name", "LSAN_OPTIONS"}, {"value", "pod-own"}}}}}}}}}});
-  }
-  // Both loops (the kubelet's 200 ms stop check, the pod runtime's 250 ms poll) wait on the clock.
-  ASSERT_TRUE(clock.wait_for_waiters(2));
-  auto pass = [&] {  // 250 ms of clock time: each loop runs once and waits again
-    const auto before = clock.waits_started();
-    clock.advance(250ms);
-    ASSERT_TRUE(clock.wait_for_waits_started(before + 2));
-  };
+  create_pod("mine", "n1");
+  create_pod("theirs", "n2");
+  ASSERT_TRUE(clock_.wait_for_waiters(2));  // both loops wait on the clock
   pass();
-  ASSERT_EQ(launcher.started(), 1u);
-  const Exec exec = launcher.exec(0);
+  ASSERT_EQ(launcher_.started(), 1u);
+  const Exec exec = launcher_.exec(0);
   EXPECT_EQ(get_env(exec.env, "HOSTNAME"), "mine");
   // The host's sanitizer options reach the pod; the container's own value wins.
   EXPECT_EQ(get_env(exec.env, "ASAN_OPTIONS"), "detect_leaks=1");
   EXPECT_EQ(get_env(exec.env, "LSAN_OPTIONS"), "pod-own");
   EXPECT_EQ(std::vector<std::string>(exec.argv.end() - 2, exec.argv.end()),
             (std::vector<std::string>{"sleep", "300"}));
-  EXPECT_EQ(field(client.get(kube::resources::kPods, "default", "mine"), "status").value("phase", ""),
-            "Running");
-  EXPECT_FALSE(client.get(kube::resources::kPods, "default", "theirs").contains("status") &&
-               client.get(kube::resources::kPods, "default", "theirs")["status"].contains("phase"));
+  EXPECT_EQ(pod_phase("mine"), "Running");
+  EXPECT_EQ(pod_phase("theirs"), "");
 
   for (int i = 0; i < 38; ++i) pass();  // 9.75 s: no heartbeat yet
-  EXPECT_EQ(renew_time(client), "2026-01-01T00:00:00.000000Z");
+  EXPECT_EQ(renew_time(client_), "2026-01-01T00:00:00.000000Z");
   pass();  // 10 s
-  EXPECT_EQ(renew_time(client), "2026-01-01T00:00:10.000000Z");
+  EXPECT_EQ(renew_time(client_), "2026-01-01T00:00:10.000000Z");
 
-  stop = true;
-  clock.advance(250ms);
-  kubelet.join();
-  EXPECT_EQ(code, 0);
-  EXPECT_EQ(launcher.signals(0), (std::vector<int>{SIGTERM}));  // its pod stopped on the way out
-  EXPECT_EQ(launcher.started(), 1u);
-  fs::remove_all(dir);
+  stop_ = true;
+  clock_.advance(250ms);
+  kubelet_.join();
+  EXPECT_EQ(code_, 0);
+  EXPECT_EQ(launcher_.signals(0), (std::vector<int>{SIGTERM}));  // its pod stopped on the way out
+  EXPECT_EQ(launcher_.started(), 1u);
 }
 
 }  // namespace

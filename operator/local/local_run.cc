@@ -152,27 +152,162 @@ DockerOptions docker_options(const RunOptions& o, ProcessLauncher& launcher, std
   return d;
 }
 
-}  // namespace
-
-int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher,
-              std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted) {
+// The manifest's MPIJob (namespace "default" when it names none, --workers applied), checked as
+// the API server and the operator would; nullopt after printing why it is not valid.
+std::optional<kube::Object> read_valid_mpijob(const RunOptions& o, std::ostream& err) {
   kube::Object obj = read_mpijob(o.manifest);
   auto& meta = obj["metadata"];
   if (!meta.contains("namespace")) meta["namespace"] = "default";
   const auto refuse = [&](const std::vector<mpijob::FieldError>& errors) {
     err << "korovod: " << o.manifest.string() << " is not a valid MPIJob:\n";
     for (const auto& e : errors) err << "  " << e.to_string() << "\n";
-    return kExitInvalid;
+    return std::nullopt;
   };
   // The field types the API server would check against the CRD, before anything reads them.
   if (const auto errors = mpijob::check_schema_types(obj); !errors.empty()) return refuse(errors);
   if (o.workers) obj["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = *o.workers;
-  {
-    mpijob::MPIJob job(obj);
-    mpijob::apply_defaults(job);
-    if (const auto errors = mpijob::validate(job); !errors.empty()) return refuse(errors);
+  mpijob::MPIJob job(obj);
+  mpijob::apply_defaults(job);
+  if (const auto errors = mpijob::validate(job); !errors.empty()) return refuse(errors);
+  return obj;
+}
+
+// `requested`, or a new directory under $TMPDIR when empty; made, and returned canonical.
+fs::path make_work_dir(const fs::path& requested) {
+  fs::path work = requested;
+  if (work.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "korovod-run-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a work directory");
+    work = tmpl;
   }
-  const std::string ns = meta["namespace"], name = meta.value("name", "");
+  fs::create_directories(work);
+  return fs::canonical(work);
+}
+
+// How the launcher reaches the workers, for the "created" line.
+std::string connection_summary(const RunOptions& o, const RuntimeOptions& ro) {
+  if (o.runtime == PodRuntimeKind::Docker) {
+    return "docker network " + ro.docker.network + ", label " + kRunLabel + "=" + ro.docker.run_id;
+  }
+  return o.ssh ? "sshd per worker" : "rsh agent";
+}
+
+// RuntimeOptions::adjust: what local mode changes in a container's launch before it starts.
+void adjust_launch(const RunOptions& o, const kube::Object& manifest, const fs::path& work,
+                   SshMode& ssh, Isolation isolation, const kube::Object& pod,
+                   const kube::Object& container, LaunchSpec& launch) {
+  const std::string role = job_role(pod), pod_name = kube::name_of(pod);
+  if (o.runtime == PodRuntimeKind::Docker) {
+    // Open MPI's mpirun refuses root without this consent; local mode has always given it
+    // to pods that run as root (the examples' pods do), and the images do not set it.
+    if (!runs_as_root(pod, container)) return;
+    for (const char* k : {"OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"}) {
+      if (!get_env(launch.env, k)) set_env(launch.env, k, "1");
+    }
+    return;
+  }
+  mpijob::MPIJob job(manifest);
+  mpijob::apply_defaults(job);
+  const std::string ssh_path = job.ssh_auth_mount_path();
+  if (!o.ssh) {
+    wire_for_rsh_agent(pod, launch, o.bin_dir, work / "rsh-as-ssh");
+  } else if (role == "worker" && is_default_sshd(launch)) {
+    ssh.adjust_worker(pod_name, mpijob::host_fqdn(job, pod_name, {}), ssh_path,
+                      work / "pods" / kube::namespace_of(manifest) / pod_name, launch);
+  } else if (role == "launcher") {
+    std::vector<std::pair<std::string, std::string>> workers;
+    for (int32_t i = 0; i < job.replicas(mpijob::ReplicaType::Worker); ++i) {
+      const std::string w = mpijob::worker_name(job, i);
+      workers.emplace_back(w, mpijob::host_fqdn(job, w, {}));
+    }
+    ssh.adjust_launcher(launch, isolation, ssh_path, workers);
+  }
+}
+
+// The operator's controller on the in-memory API, on a thread of its own. Its log (conflict
+// retries, events) goes to a file; progress lines tell the story.
+class InProcessOperator {
+ public:
+  InProcessOperator(kube::Client& client, kube::Clock& clock, const std::string& ns,
+                    const fs::path& log_path)
+      : log_file_(log_path),
+        log_(log_file_, controller::LogFormat::Text, controller::LogLevel::Info, clock),
+        manager_(client, options(ns, log_), clock),
+        thread_([this](std::stop_token stop) { manager_.run(stop); }) {}
+
+  void stop() {
+    thread_.request_stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  static controller::ManagerOptions options(const std::string& ns, controller::Logger& log) {
+    controller::ManagerOptions mo;
+    mo.namespaces = {ns};
+    mo.threadiness = 1;
+    mo.log = &log;
+    return mo;
+  }
+
+  std::ofstream log_file_;
+  controller::Logger log_;
+  controller::Manager manager_;
+  std::jthread thread_;  // last: stopped and joined before the manager goes
+};
+
+struct Outcome {
+  std::string name;  // Succeeded, Failed, Interrupted or TimedOut
+  kube::Object job;  // the MPIJob as it ended
+};
+
+// Syncs the Job controller and reports progress until the MPIJob ends, the run is interrupted
+// or its timeout passes.
+Outcome wait_for_outcome(kube::Client& client, kube::Clock& clock, JobController& jobs,
+                         Progress& progress, const kube::Object& manifest, const RunOptions& o,
+                         std::chrono::steady_clock::time_point start,
+                         const std::atomic<bool>& interrupted) {
+  const std::string ns = kube::namespace_of(manifest), name = kube::name_of(manifest);
+  Outcome outcome;
+  while (outcome.name.empty()) {
+    sleep_for(clock, std::chrono::milliseconds(100));
+    jobs.sync_all();
+    progress.poll();
+    outcome.job = client.get(mpijob::kMPIJobs, ns, name);
+    for (const char* c : {"Created", "Running", "Restarting"}) {
+      if (const auto* cond = true_condition(outcome.job, c)) progress.note("MPIJob " + std::string(c) + ": " + cond->value("message", ""));
+    }
+    if (true_condition(outcome.job, "Succeeded")) outcome.name = "Succeeded";
+    else if (true_condition(outcome.job, "Failed")) outcome.name = "Failed";
+    else if (interrupted) outcome.name = "Interrupted";
+    else if (o.timeout.count() > 0 && clock.steady_now() - start > o.timeout) outcome.name = "TimedOut";
+  }
+  return outcome;
+}
+
+// Prints the summary, keeps or removes the work directory; returns the exit code.
+int finish_run(const RunOptions& o, const Outcome& outcome, int container_restarts,
+               std::chrono::steady_clock::duration took, const fs::path& work, std::ostream& out) {
+  int code = summarize(outcome.job, container_restarts, kube::namespace_of(outcome.job),
+                       outcome.name, took, out);
+  if (outcome.name == "Interrupted") code = kExitInterrupted;
+  if (outcome.name == "TimedOut") code = kExitTimeout;
+  if (o.keep) {
+    out << "korovod: work directory kept: " << work.string() << "\n";
+  } else {
+    std::error_code ec;
+    fs::remove_all(work, ec);
+  }
+  return code;
+}
+
+}  // namespace
+
+int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher,
+              std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted) {
+  const std::optional<kube::Object> obj = read_valid_mpijob(o, err);
+  if (!obj) return kExitInvalid;
+  const kube::Object& meta = obj->at("metadata");
+  const std::string ns = meta.at("namespace"), name = meta.value("name", "");
   const auto start = clock.steady_now();
 
   RuntimeOptions ro;
@@ -183,19 +318,9 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
     ro.docker = docker_options(o, launcher, err);
     network.emplace(launcher, ro.docker, clock);
   }
-  fs::path work = o.work_dir;
-  if (work.empty()) {
-    std::string tmpl = (fs::temp_directory_path() / "korovod-run-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a work directory");
-    work = tmpl;
-  }
-  fs::create_directories(work);
-  work = fs::canonical(work);
-
+  const fs::path work = make_work_dir(o.work_dir);
   ro.work_dir = work;
-  if (o.runtime == PodRuntimeKind::Process) {
-    configure_process_pods(o, ns, work, ro, err);
-  }
+  if (o.runtime == PodRuntimeKind::Process) configure_process_pods(o, ns, work, ro, err);
   SshMode ssh(o.ssh_config_dir, work, launcher, {{"PATH", o.host_path}});
   kube::Mutex out_mu;
   ro.log = [&](const std::string& pod, const std::string&, const std::string& line) {
@@ -203,32 +328,7 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
     out << "[" << pod << "] " << line << "\n" << std::flush;
   };
   ro.adjust = [&](const kube::Object& pod, const kube::Object& container, LaunchSpec& launch) {
-    const std::string role = job_role(pod), pod_name = kube::name_of(pod);
-    if (o.runtime == PodRuntimeKind::Docker) {
-      // Open MPI's mpirun refuses root without this consent; local mode has always given it
-      // to pods that run as root (the examples' pods do), and the images do not set it.
-      if (!runs_as_root(pod, container)) return;
-      for (const char* k : {"OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"}) {
-        if (!get_env(launch.env, k)) set_env(launch.env, k, "1");
-      }
-      return;
-    }
-    mpijob::MPIJob job(obj);
-    mpijob::apply_defaults(job);
-    const std::string ssh_path = job.ssh_auth_mount_path();
-    if (!o.ssh) {
-      wire_for_rsh_agent(pod, launch, o.bin_dir, work / "rsh-as-ssh");
-    } else if (role == "worker" && is_default_sshd(launch)) {
-      ssh.adjust_worker(pod_name, mpijob::host_fqdn(job, pod_name, {}), ssh_path,
-                        work / "pods" / ns / pod_name, launch);
-    } else if (role == "launcher") {
-      std::vector<std::pair<std::string, std::string>> workers;
-      for (int32_t i = 0; i < job.replicas(mpijob::ReplicaType::Worker); ++i) {
-        const std::string w = mpijob::worker_name(job, i);
-        workers.emplace_back(w, mpijob::host_fqdn(job, w, {}));
-      }
-      ssh.adjust_launcher(launch, ro.isolation, ssh_path, workers);
-    }
+    adjust_launch(o, *obj, work, ssh, ro.isolation, pod, container, launch);
   };
 
   kube::MemoryClient client(clock);
@@ -238,58 +338,22 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
     ++container_restarts;
     progress.say(fmt::format("pod {}: container {} restarted (restart {})", pod, container, count));
   };
-  client.create(mpijob::kMPIJobs, ns, obj);
-  const std::string how = network ? "docker network " + ro.docker.network + ", label " + kRunLabel +
-                                         "=" + ro.docker.run_id
-                                   : o.ssh ? "sshd per worker" : "rsh agent";
-  progress.say("MPIJob " + ns + "/" + name + " created (work dir " + work.string() + ", " + how + ")");
+  client.create(mpijob::kMPIJobs, ns, *obj);
+  progress.say("MPIJob " + ns + "/" + name + " created (work dir " + work.string() + ", " +
+               connection_summary(o, ro) + ")");
 
-  // The operator's own log (conflict retries, events) goes to a file; progress lines tell the story.
-  std::ofstream operator_log(work / "operator.log");
-  controller::Logger log(operator_log, controller::LogFormat::Text, controller::LogLevel::Info, clock);
-  controller::ManagerOptions mo;
-  mo.namespaces = {ns};
-  mo.threadiness = 1;
-  mo.log = &log;
-  controller::Manager manager(client, mo, clock);
-  std::stop_source stop;
-  std::jthread manager_thread([&](std::stop_token) { manager.run(stop.get_token()); });
+  InProcessOperator controller(client, clock, ns, work / "operator.log");
   PodRuntime runtime(client, clock, launcher, ro);
   runtime.start();
   JobController jobs(client, clock);
-
-  std::string outcome;
-  kube::Object final_job;
-  while (outcome.empty()) {
-    sleep_for(clock, std::chrono::milliseconds(100));
-    jobs.sync_all();
-    progress.poll();
-    final_job = client.get(mpijob::kMPIJobs, ns, name);
-    for (const char* c : {"Created", "Running", "Restarting"}) {
-      if (const auto* cond = true_condition(final_job, c)) progress.note("MPIJob " + std::string(c) + ": " + cond->value("message", ""));
-    }
-    if (true_condition(final_job, "Succeeded")) outcome = "Succeeded";
-    else if (true_condition(final_job, "Failed")) outcome = "Failed";
-    else if (interrupted) outcome = "Interrupted";
-    else if (o.timeout.count() > 0 && clock.steady_now() - start > o.timeout) outcome = "TimedOut";
-  }
-  progress.say("MPIJob " + outcome + "; stopping pods");
+  const Outcome outcome = wait_for_outcome(client, clock, jobs, progress, *obj, o, start, interrupted);
+  progress.say("MPIJob " + outcome.name + "; stopping pods");
   runtime.stop();
   if (network) {
     for (const auto& problem : network->remove_all()) err << "korovod: docker cleanup: " << problem << "\n";
   }
-  stop.request_stop();
-  manager_thread.join();
-  int code = summarize(final_job, container_restarts.load(), ns, outcome, clock.steady_now() - start, out);
-  if (outcome == "Interrupted") code = kExitInterrupted;
-  if (outcome == "TimedOut") code = kExitTimeout;
-  if (o.keep) {
-    out << "korovod: work directory kept: " << work.string() << "\n";
-  } else {
-    std::error_code ec;
-    fs::remove_all(work, ec);
-  }
-  return code;
+  controller.stop();
+  return finish_run(o, outcome, container_restarts.load(), clock.steady_now() - start, work, out);
 }
 
 }  // namespace local

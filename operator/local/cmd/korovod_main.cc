@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "kube/config.h"
@@ -70,105 +72,135 @@ fs::path default_ssh_config_dir() {
   return fs::path(KOROVOD_SOURCE_DIR) / "docker/ssh";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"korovod: run MPIJobs on this machine (local mode) or serve pods of a cluster"};
-  app.require_subcommand(1);
-
+// What the command line asks for: one of the subcommands, with its options.
+struct CommandLine {
+  CLI::App* run_cmd = nullptr;
   local::RunOptions run;
   std::string timeout = "0";
   std::optional<int> workers;
-  auto* run_cmd = app.add_subcommand(
-      "run", "Run an MPIJob manifest on this machine with the operator's own reconciler; exit 0 "
-             "only when the MPIJob Succeeded (1 failed, 2 invalid, 124 timeout, 130 interrupted)");
-  run_cmd->add_option("file", run.manifest, "MPIJob manifest (YAML), the file kubectl apply takes")
-      ->required()->check(CLI::ExistingFile);
-  run_cmd->add_option("--workers", workers, "override the Worker replicas")->check(CLI::PositiveNumber);
-  run_cmd->add_option("--timeout", timeout, "give up after this long (90s, 10m, 1h; 0 = never)");
-  run_cmd->add_flag("--keep", run.keep, "keep the work directory (volumes, pod contexts)");
-  run_cmd->add_flag("--ssh", run.ssh, "reach workers through a real sshd per worker (the production path) instead of the rsh agent");
-  run_cmd->add_option("--work-dir", run.work_dir, "work directory (default: a new one under $TMPDIR)");
   std::string runtime = "process";
-  run_cmd->add_option("--runtime", runtime,
-                      "how pods run: 'process' (default: host processes, bubblewrap sandboxes, the "
-                      "image ignored) or 'docker' (each pod a container of its image on a docker "
-                      "network of the job's own, workers' sshd reached over real ssh; every "
-                      "container and the network are removed at the end)")
-      ->check(CLI::IsMember({"process", "docker"}));
-  run_cmd->add_option("--docker", run.docker,
-                      "the docker CLI for --runtime docker (default: docker from PATH; it honours "
-                      "DOCKER_HOST)");
 
+  CLI::App* kubelet_cmd = nullptr;
   std::string kubeconfig, node_name;
   fs::path kubelet_dir;
-  auto* kubelet_cmd = app.add_subcommand(
+};
+
+void add_run_command(CLI::App& app, CommandLine& c) {
+  c.run_cmd = app.add_subcommand(
+      "run", "Run an MPIJob manifest on this machine with the operator's own reconciler; exit 0 "
+             "only when the MPIJob Succeeded (1 failed, 2 invalid, 124 timeout, 130 interrupted)");
+  auto* cmd = c.run_cmd;
+  cmd->add_option("file", c.run.manifest, "MPIJob manifest (YAML), the file kubectl apply takes")
+      ->required()->check(CLI::ExistingFile);
+  cmd->add_option("--workers", c.workers, "override the Worker replicas")->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", c.timeout, "give up after this long (90s, 10m, 1h; 0 = never)");
+  cmd->add_flag("--keep", c.run.keep, "keep the work directory (volumes, pod contexts)");
+  cmd->add_flag("--ssh", c.run.ssh, "reach workers through a real sshd per worker (the production path) instead of the rsh agent");
+  cmd->add_option("--work-dir", c.run.work_dir, "work directory (default: a new one under $TMPDIR)");
+  cmd->add_option("--runtime", c.runtime,
+                  "how pods run: 'process' (default: host processes, bubblewrap sandboxes, the "
+                  "image ignored) or 'docker' (each pod a container of its image on a docker "
+                  "network of the job's own, workers' sshd reached over real ssh; every "
+                  "container and the network are removed at the end)")
+      ->check(CLI::IsMember({"process", "docker"}));
+  cmd->add_option("--docker", c.run.docker,
+                  "the docker CLI for --runtime docker (default: docker from PATH; it honours "
+                  "DOCKER_HOST)");
+}
+
+void add_kubelet_command(CLI::App& app, CommandLine& c) {
+  c.kubelet_cmd = app.add_subcommand(
       "kubelet", "Register a Node and run the pods bound to it as local processes, reporting "
                  "status to a real API server");
-  kubelet_cmd->add_option("--kubeconfig", kubeconfig, "kubeconfig of the API server")->required();
+  auto* cmd = c.kubelet_cmd;
+  cmd->add_option("--kubeconfig", c.kubeconfig, "kubeconfig of the API server")->required();
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  node_name = host;
-  kubelet_cmd->add_option("--node-name", node_name, "Node name (default: the hostname)");
-  kubelet_cmd->add_option("--work-dir", kubelet_dir, "where pod volumes live (default: a new directory under $TMPDIR)");
-  CLI11_PARSE(app, argc, argv);
+  c.node_name = host;
+  cmd->add_option("--node-name", c.node_name, "Node name (default: the hostname)");
+  cmd->add_option("--work-dir", c.kubelet_dir, "where pod volumes live (default: a new directory under $TMPDIR)");
+}
 
-  // Signals are taken by one thread: block them before any thread starts; pods unblock them.
+// Signals are taken by one thread: block them before any thread starts; pods unblock them.
+// The thread sets `interrupted` on the first SIGINT or SIGTERM.
+void watch_signals(std::atomic<bool>& interrupted) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
-  std::atomic<bool> interrupted{false};
-  std::thread([&] {
+  std::thread([set, &interrupted] {
     int sig = 0;
     sigwait(&set, &sig);
     std::cerr << "\nkorovod: " << (sig == SIGINT ? "interrupted" : "terminated")
               << "; stopping every process of the job\n";
     interrupted = true;
   }).detach();
+}
 
-  // The environment is read here only (host_path, host_sanitizer_env, default_ssh_config_dir,
-  // docker_client_env) and passed down.
+// The environment is read in this file only (host_path, host_sanitizer_env,
+// default_ssh_config_dir, docker_client_env) and passed down.
+int run_mpijob(CommandLine& c, kube::Clock& clock, local::ProcessLauncher& launcher,
+               const std::atomic<bool>& interrupted) {
+  local::RunOptions& run = c.run;
+  run.workers = c.workers;
+  run.runtime = c.runtime == "docker" ? local::PodRuntimeKind::Docker : local::PodRuntimeKind::Process;
+  if (run.runtime == local::PodRuntimeKind::Docker && run.ssh) {
+    std::cerr << "korovod: --ssh is what --runtime docker always does (the image's sshd); ignored\n";
+    run.ssh = false;
+  }
+  run.docker_env = docker_client_env();
+  run.timeout = parse_duration(c.timeout);
+  run.bin_dir = own_dir();
+  run.ssh_config_dir = default_ssh_config_dir();
+  // Orphaned descendants of pods come back to us, so none outlives the run (reaper.h).
+  if (!local::become_subreaper()) {
+    std::cerr << "korovod: cannot become a child subreaper; orphans of pods are left to init\n";
+  }
+  run.host_path = host_path();
+  run.host_sanitizer_env = host_sanitizer_env();
+  const int code = local::run_local(run, clock, launcher, std::cout, std::cerr, interrupted);
+  local::reap_all_children(std::chrono::seconds(5), clock);
+  return code;
+}
+
+int serve_as_kubelet(CommandLine& c, kube::Clock& clock, local::ProcessLauncher& launcher,
+                     const std::atomic<bool>& interrupted) {
+  local::KubeletOptions ko;
+  ko.node_name = c.node_name;
+  ko.bin_dir = own_dir();
+  ko.host_path = host_path();
+  ko.host_sanitizer_env = host_sanitizer_env();
+  fs::path dir = c.kubelet_dir;
+  if (dir.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "korovod-kubelet-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a work directory");
+    dir = tmpl;
+  }
+  fs::create_directories(dir);
+  ko.work_dir = fs::canonical(dir);
+  kube::RestClient client(kube::load_kubeconfig(c.kubeconfig), {}, clock);
+  return local::run_kubelet(client, clock, launcher, ko, interrupted, std::cout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"korovod: run MPIJobs on this machine (local mode) or serve pods of a cluster"};
+  app.require_subcommand(1);
+  CommandLine c;
+  add_run_command(app, c);
+  add_kubelet_command(app, c);
+  CLI11_PARSE(app, argc, argv);
+
+  std::atomic<bool> interrupted{false};
+  watch_signals(interrupted);
   kube::RealClock clock;
   local::HostProcessLauncher launcher;
   try {
-    if (*run_cmd) {
-      run.workers = workers;
-      run.runtime = runtime == "docker" ? local::PodRuntimeKind::Docker : local::PodRuntimeKind::Process;
-      if (run.runtime == local::PodRuntimeKind::Docker && run.ssh) {
-        std::cerr << "korovod: --ssh is what --runtime docker always does (the image's sshd); ignored\n";
-        run.ssh = false;
-      }
-      run.docker_env = docker_client_env();
-      run.timeout = parse_duration(timeout);
-      run.bin_dir = own_dir();
-      run.ssh_config_dir = default_ssh_config_dir();
-      // Orphaned descendants of pods come back to us, so none outlives the run (reaper.h).
-      if (!local::become_subreaper()) {
-        std::cerr << "korovod: cannot become a child subreaper; orphans of pods are left to init\n";
-      }
-      run.host_path = host_path();
-      run.host_sanitizer_env = host_sanitizer_env();
-      const int code = local::run_local(run, clock, launcher, std::cout, std::cerr, interrupted);
-      local::reap_all_children(std::chrono::seconds(5), clock);
-      return code;
-    }
-    local::KubeletOptions ko;
-    ko.node_name = node_name;
-    ko.bin_dir = own_dir();
-    ko.host_path = host_path();
-    ko.host_sanitizer_env = host_sanitizer_env();
-    if (kubelet_dir.empty()) {
-      std::string tmpl = (fs::temp_directory_path() / "korovod-kubelet-XXXXXX").string();
-      if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a work directory");
-      kubelet_dir = tmpl;
-    }
-    fs::create_directories(kubelet_dir);
-    ko.work_dir = fs::canonical(kubelet_dir);
-    kube::RestClient client(kube::load_kubeconfig(kubeconfig), {}, clock);
-    return local::run_kubelet(client, clock, launcher, ko, interrupted, std::cout);
+    if (*c.run_cmd) return run_mpijob(c, clock, launcher, interrupted);
+    return serve_as_kubelet(c, clock, launcher, interrupted);
   } catch (const std::exception& e) {
     std::cerr << "korovod: " << e.what() << "\n";
     return 1;
