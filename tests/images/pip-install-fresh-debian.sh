@@ -6,7 +6,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 base=korovod-base/debian:bookworm
 require_image "$base"
-block=$("$KOROVOD_SOURCE_DIR/tests/python/docs-block" "$KOROVOD_SOURCE_DIR/docs/pytorch.md" 'run this block as it is')
+block=$(python3 "$KOROVOD_SOURCE_DIR/tests/support/docs_blocks.py" --after 'run this block as it is' "$KOROVOD_SOURCE_DIR/docs/pytorch.md")
 grep -x 'pip install ./worker-runtime/python' <<<"$block" >/dev/null \
   || { echo "$block"; fail "the docs' install block has no 'pip install ./worker-runtime/python' line"; }
 echo "docs/pytorch.md's install block:"

@@ -23,6 +23,11 @@ directories' prefixes dropped; a block whose first command is `ctest ... -R RE` 
 name an entry RE matches. run-alike asks that the first source-tree file the block names (the
 script it runs, or a manifest: examples/pi/pi.yaml) appears there, or its file name is an
 argument of the entry's command.
+
+With --after MARKER and one DOC it only prints the body of the first fenced block after the first
+line that contains MARKER (indentation of a block inside a list item removed), so that a test
+runs exactly the commands the docs give users (tests/python/check-pip-install, the fresh-Debian
+pip test); no such block is an error.
 """
 import argparse
 import os
@@ -155,14 +160,35 @@ def split(doc, out, root, build, entries):
             f.write(f"{line} {mark} {detail}\n")
 
 
+def block_after(path, marker):
+    """The body of the first fenced block after the first line holding marker, or None."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    at = next((i for i, line in enumerate(lines) if marker in line), None)
+    if at is None:
+        return None
+    return next((body for start, _, body, _ in blocks(path) if start > at + 1), None)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--root", required=True, help="the source tree")
-    p.add_argument("--out", required=True, help="where the blocks go, one folder per doc")
+    p.add_argument("--after", metavar="MARKER", help="print the block after MARKER in the one DOC")
+    p.add_argument("--root", help="the source tree (required without --after)")
+    p.add_argument("--out", help="where the blocks go, one folder per doc (required without --after)")
     p.add_argument("--build-dir", help="the build tree whose ctest entries run-by markers name")
     p.add_argument("--ctest-listing", help="a file holding `ctest -N -V` of --build-dir")
     p.add_argument("docs", nargs="+")
     a = p.parse_args()
+    if a.after is not None:
+        if len(a.docs) != 1:
+            p.error("--after reads exactly one DOC")
+        body = block_after(a.docs[0], a.after)
+        if body is None:
+            print(f"docs_blocks: no fenced block after \"{a.after}\" in {a.docs[0]}", file=sys.stderr)
+            return 1
+        print("\n".join(body))
+        return 0
+    if not a.root or not a.out:
+        p.error("--root and --out are required (or --after MARKER)")
     root = os.path.realpath(a.root)
     build = os.path.realpath(a.build_dir) if a.build_dir else ""
     entries = ctest_entries(open(a.ctest_listing).read()) if a.ctest_listing else None
