@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 import korovod.torch as hvd
-from korovod.common import _lib, basics
+from korovod.common import _lib, basics, settings
 
 C_SOURCE = r"""
 #include <time.h>
@@ -55,7 +55,7 @@ void stub_release(void* rt, int64_t handle) {}
 
 def build_helper(directory: Path) -> ctypes.CDLL:
     include = Path(__file__).resolve().parents[3] / "worker-runtime" / "include"
-    library = _lib.library_path()
+    library = _lib.library_path(settings.current().library)
     source = directory / "overhead.c"
     target = directory / "liboverhead.so"
     source.write_text(C_SOURCE)

@@ -7,7 +7,6 @@ torch version. ctypes.CDLL releases the GIL around each call, which the blocking
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from ctypes import POINTER, c_char_p, c_double, c_int, c_int32, c_int64, c_uint32, c_uint64, c_void_p
 from pathlib import Path
@@ -137,11 +136,11 @@ _REQUIRED = ("korovod_init_ex", "korovod_enqueue", "korovod_wait_for", "korovod_
              "korovod_group_new", "korovod_enqueue_many", "korovod_wait_all", "korovod_release_many")
 
 
-def library_path() -> Path:
-    """$KOROVOD_LIBRARY, else lib/libkorovod.so inside the installed korovod package."""
-    explicit = os.environ.get("KOROVOD_LIBRARY")
-    if explicit:
-        return Path(explicit)
+def library_path(explicit: Optional[Path] = None) -> Path:
+    """`explicit` (KOROVOD_LIBRARY, from settings.py: this module imports nothing of korovod, so
+    that tests/python/c-abi can load it alone), else lib/libkorovod.so inside the korovod package."""
+    if explicit is not None:
+        return explicit
     return Path(__file__).resolve().parent.parent / "lib" / "libkorovod.so"
 
 
@@ -168,13 +167,13 @@ _load_lock = threading.Lock()
 _loaded: list = []  # the one loaded library, filled on first use (kept in a list: no rebinding)
 
 
-def load() -> ctypes.CDLL:
-    """Loads and declares libkorovod once per process."""
+def load(explicit: Optional[Path] = None) -> ctypes.CDLL:
+    """Loads and declares libkorovod once per process (library_path(explicit))."""
     if _loaded:
         return _loaded[0]
     with _load_lock:
         if not _loaded:
-            path = library_path()
+            path = library_path(explicit)
             if not path.exists():
                 raise ImportError(f"libkorovod not found at {path}; set KOROVOD_LIBRARY to its path "
                                   "or install the korovod package with its library")

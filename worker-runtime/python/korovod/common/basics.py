@@ -12,7 +12,7 @@ import ctypes
 import os
 from typing import List, Sequence
 
-from korovod.common import _lib
+from korovod.common import _lib, settings
 from korovod.common import process_sets as ps_module
 from korovod.common._state import NativeRuntime, error_for, last_error, query, state  # noqa: F401 (re-exported)
 
@@ -35,6 +35,10 @@ def check_reduce_op(op: int) -> None:
 # ---------------------------------------------------------------- lifecycle
 
 
+def _library():
+    return _lib.load(settings.current().library)
+
+
 def init(comm=None, process_sets=None) -> None:
     """Initializes korovod (Horovod's hvd.init). Idempotent while the runtime is running.
 
@@ -48,7 +52,7 @@ def init(comm=None, process_sets=None) -> None:
                 return
             _drop_runtime()  # it died (peer lost, timed out): start a fresh one
         sets = _normalize_process_sets(process_sets)
-        lib = _lib.load()
+        lib = _library()
         options = _lib.InitOptions()
         options.controller = _lib.CONTROLLER_AUTO
         keep_alive = _fill_comm(options, comm)
@@ -208,7 +212,7 @@ def mpi_enabled() -> bool:
 
 def mpi_built() -> bool:
     """True when korovod's MPI support (libkorovod_mpi.so) was built."""
-    return bool(_lib.load().korovod_mpi_built())
+    return bool(_library().korovod_mpi_built())
 
 
 def mpi_threads_supported() -> bool:
@@ -226,17 +230,17 @@ def gloo_enabled() -> bool:
 
 def gloo_built() -> bool:
     """True when the MPI-free TCP control plane (korovod's counterpart of Gloo) was built."""
-    return bool(_lib.load().korovod_gloo_built())
+    return bool(_library().korovod_gloo_built())
 
 
 def nccl_built() -> int:
     """NCCL_VERSION_CODE of the NCCL korovod was built with, 0 without NCCL."""
-    return int(_lib.load().korovod_nccl_built())
+    return int(_library().korovod_nccl_built())
 
 
 def cuda_built() -> bool:
     """True when korovod was built with CUDA support."""
-    return bool(_lib.load().korovod_cuda_built())
+    return bool(_library().korovod_cuda_built())
 
 
 def ddl_built() -> bool:

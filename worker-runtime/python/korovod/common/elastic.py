@@ -21,12 +21,11 @@ from __future__ import annotations
 import ctypes
 import enum
 import functools
-import os
 import queue
 import sys
 from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
-from korovod.common import _lib, basics
+from korovod.common import _lib, basics, settings
 from korovod.common._state import error_for
 from korovod.common._state import state as runtime_state
 from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
@@ -44,11 +43,6 @@ class HostUpdateResult(enum.IntFlag):
 # elastic/hosts_kind in the store: 1 = hosts added, 2 = hosts removed (docs/elastic.md).
 _STORE_KIND_ADDED = 1
 _STORE_KIND_REMOVED = 2
-
-
-def elastic_mode() -> bool:
-    """True in a worker that korovodrun started in elastic mode (KOROVOD_ELASTIC=1)."""
-    return "1" in (os.environ.get("KOROVOD_ELASTIC"), os.environ.get("HOROVOD_ELASTIC"))
 
 
 def _update_from_store_kind(kind: int) -> HostUpdateResult:
@@ -158,7 +152,7 @@ class State:
                 last_timestamp = timestamp
                 update |= result
         newer_round = False
-        if elastic_mode() and self._rank() == 0:
+        if settings.current().elastic and self._rank() == 0:
             newer_round, round_update = self._store_watch.poll()
             update |= round_update
         prev_timestamp, self._last_updated_timestamp, newer_round, update = self._bcast_object(
@@ -228,7 +222,7 @@ def reset_runtime(shutdown: Callable[[], None], init: Callable[[], None]) -> Non
             init()
             return
         except ValueError as error:  # basics.init's "Horovod initialization failed: ..."
-            if not elastic_mode() or attempt == RESET_ATTEMPTS:
+            if not settings.current().elastic or attempt == RESET_ATTEMPTS:
                 raise
             print(f"korovod elastic: reset attempt {attempt} of {RESET_ATTEMPTS} failed, waiting "
                   f"for the driver's next round: {error}", file=sys.stderr, flush=True)
@@ -297,5 +291,5 @@ def run_translating_errors(func: Callable) -> Callable:
     return run_fn(wrapper, reset)
 
 
-__all__ = ["HostUpdateResult", "ObjectState", "State", "StoreWatch", "elastic_mode", "is_collective_failure",
+__all__ = ["HostUpdateResult", "ObjectState", "State", "StoreWatch", "is_collective_failure",
            "reset", "reset_runtime", "run_fn", "run_translating_errors"]

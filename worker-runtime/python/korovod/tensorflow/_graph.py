@@ -28,14 +28,13 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
-import os
 import re
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 from tensorflow.python.eager import record
 
-from korovod.common import _lib
+from korovod.common import _lib, settings
 from korovod.common.basics import state
 from korovod.tensorflow import _native
 
@@ -146,11 +145,11 @@ _NATIVE_LIBRARY = "libkorovod_tf_ops.so"
 @functools.lru_cache(maxsize=None)
 def _load_native() -> Tuple[Optional[object], str]:
     """(the op module, "") once per process, or (None, why not)."""
-    if os.environ.get("KOROVOD_TF_NATIVE_OPS", "1") == "0":
+    if not settings.current().tf_native_ops:
         return None, "KOROVOD_TF_NATIVE_OPS=0"
     if tf.config.list_physical_devices("GPU"):
         return None, "a GPU is visible: graph collectives run as tf.py_function, tensors crossing by DLPack"
-    path = _lib.library_path().parent / _NATIVE_LIBRARY
+    path = _lib.library_path(settings.current().library).parent / _NATIVE_LIBRARY
     if not path.exists():
         return None, f"{path} does not exist"
     try:

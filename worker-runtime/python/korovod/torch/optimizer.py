@@ -8,13 +8,13 @@ batch while backward runs, and synchronize() waits for them with one call (_hook
 Horovod's per-gradient work was most of the cost of many small gradients.
 """
 
-import os
 import warnings
 from contextlib import contextmanager
 from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from korovod.common import settings
 from korovod.torch._adasum_optimizer import _DistributedAdasumOptimizer
 from korovod.torch._hook_batch import Batches, TensorFields, name_address
 from korovod.torch._optimizer_hooks import (TOO_MANY_PASSES, ZERO_GRAD_PENDING, duplicates, hook_ready_gradient,
@@ -113,8 +113,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._p_to_group: Dict[torch.Tensor, Tuple[torch.Tensor, ...]] = {}
         self._group_counts: Dict[Tuple[torch.Tensor, ...], int] = {}
 
-        elastic = '1' in (os.environ.get('KOROVOD_ELASTIC'), os.environ.get('HOROVOD_ELASTIC'))
-        if self.process_set.included() and (size() > 1 or elastic):
+        if self.process_set.included() and (size() > 1 or settings.current().elastic):
             self._register_hooks()
 
     def _name_parameters(self, named_parameters) -> Dict[torch.Tensor, str]:
