@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "cmd/shutdown_signals.h"
 #include "kube/config.h"
 #include "kube/rest_client.h"
 #include "local/reaper.h"
@@ -121,15 +122,10 @@ void add_kubelet_command(CLI::App& app, CommandLine& c) {
   cmd->add_option("--work-dir", c.kubelet_dir, "where pod volumes live (default: a new directory under $TMPDIR)");
 }
 
-// Signals are taken by one thread: block them before any thread starts; pods unblock them.
-// The thread sets `interrupted` on the first SIGINT or SIGTERM.
+// Called before any thread starts (pods unblock the signals again). The thread sets
+// `interrupted` on the first SIGINT or SIGTERM.
 void watch_signals(std::atomic<bool>& interrupted) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t set = operator_cmd::block_shutdown_signals();
   std::thread([set, &interrupted] {
     int sig = 0;
     sigwait(&set, &sig);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cmd/flags.h"
+#include "cmd/shutdown_signals.h"
 #include "controller/counting_client.h"
 #include "controller/log.h"
 #include "controller/manager.h"
@@ -51,10 +52,7 @@ std::string uuid4() {
 
 // Waits for SIGTERM/SIGINT (blocked in every thread) and requests stop; ends when `done` stops.
 void wait_for_signal(std::stop_source stop, std::stop_token done, Logger& log) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
+  const sigset_t set = operator_cmd::shutdown_signals();
   const timespec tick{0, 200'000'000};
   while (!done.stop_requested()) {
     const int sig = sigtimedwait(&set, nullptr, &tick);
@@ -220,13 +218,7 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Signals are taken by one thread with sigtimedwait: block them before any thread starts.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  operator_cmd::block_shutdown_signals();  // before any thread starts
 
   const char* ns_env = std::getenv("KUBEFLOW_NAMESPACE");
   auto parsed = operator_cmd::parse_flags(argc, argv, ns_env ? std::optional<std::string>(ns_env)
