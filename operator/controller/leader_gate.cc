@@ -44,7 +44,7 @@ bool LeaderGate::wait_until_leading(std::stop_token stop) {
   bool led = false;
   {
     kube::MutexLock lock(mu_);
-    led = leading_cv_.wait(lock, stop, [this] { return leading_; });
+    led = leading_cv_.wait(lock, stop, [this]() KOROVOD_REQUIRES(mu_) { return leading_; });
   }
   if (!led) {
     log_.info("stopped before becoming leader");
