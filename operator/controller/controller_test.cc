@@ -127,12 +127,17 @@ TEST(Preflight, NeededPermissionsAreInTheChartsRbacList) {
   }
 }
 
+// An MPIJob "pi" with `workers` workers in namespace default, as a user would create it.
+void create_pi_job(kube::MemoryClient& client, int workers) {
+  kube::Object job = mpijob::testing::pi_job(workers);
+  job["metadata"].erase("uid");
+  client.create(mpijob::kMPIJobs, "default", job);
+}
+
 TEST(Manager, ReconcilesAgainstMemoryClient) {
   kube::MemoryClient client;
   kube::RealClock clock;
-  kube::Object job = mpijob::testing::pi_job(3);
-  job["metadata"].erase("uid");
-  client.create(mpijob::kMPIJobs, "default", job);
+  create_pi_job(client, 3);
   ManagerOptions o;
   o.namespaces = {"default"};
   Manager m(client, o, clock);
@@ -185,9 +190,7 @@ bool pods_appear(kube::MemoryClient& client, std::chrono::milliseconds within) {
 TEST(Manager, ReconcilesOnceLeadingAndHandsTheLeaseBackOnStop) {
   kube::MemoryClient client;
   kube::RealClock clock;
-  kube::Object job = mpijob::testing::pi_job(2);
-  job["metadata"].erase("uid");
-  client.create(mpijob::kMPIJobs, "default", job);
+  create_pi_job(client, 2);
   OperatorMetrics metrics;
   Manager m(client, elected("a", metrics), clock);
   std::jthread t([&](std::stop_token st) { m.run(st); });
@@ -209,9 +212,7 @@ TEST(Manager, StandbyReconcilesNothingAndStopsWithoutTheLease) {
   other.identity = "b";
   kube::LeaderElector leader(client, other, clock);
   ASSERT_TRUE(leader.try_acquire_or_renew());
-  kube::Object job = mpijob::testing::pi_job(2);
-  job["metadata"].erase("uid");
-  client.create(mpijob::kMPIJobs, "default", job);
+  create_pi_job(client, 2);
   OperatorMetrics metrics;
   Manager m(client, elected("a", metrics), clock);
   std::jthread t([&](std::stop_token st) { m.run(st); });
