@@ -83,13 +83,22 @@ wait_for_log "$RUN_ID-launcher" "waiting for DNS: 2 of 2 hosts do not resolve ye
 sleep 1
 [[ $(docker inspect --format '{{.State.Running}}' "$RUN_ID-launcher") == true ]] \
   || { docker logs "$RUN_ID-launcher"; fail "the launcher did not wait for the workers' DNS"; }
-for w in w2 w3; do
-  docker run -d --label "korovod.test=$RUN_ID" --name "$RUN_ID-$w" --hostname "$w" --network "$net" \
-    --network-alias "$w.$domain" -v "$TEST_DIR/root-ssh:/root/.ssh:ro" "$image" >/dev/null
-done
+# w3's sshd starts only once the launcher says it waits for it, as a pod's sshd starts a moment
+# after the Service publishes the pod's name: the launcher must wait for it instead of failing
+# with "Connection refused" (a CI run once did, when w3's sshd was a little late).
+mkdir -p "$TEST_DIR/gate"
+docker run -d --label "korovod.test=$RUN_ID" --name "$RUN_ID-w2" --hostname w2 --network "$net" \
+  --network-alias "w2.$domain" -v "$TEST_DIR/root-ssh:/root/.ssh:ro" "$image" >/dev/null
+docker run -d --label "korovod.test=$RUN_ID" --name "$RUN_ID-w3" --hostname w3 --network "$net" \
+  --network-alias "w3.$domain" -v "$TEST_DIR/root-ssh:/root/.ssh:ro" -v "$TEST_DIR/gate:/gate:ro" \
+  "$image" bash -c 'until [[ -e /gate/open ]]; do sleep 0.2; done; exec /usr/sbin/sshd -De' >/dev/null
+wait_for_log "$RUN_ID-launcher" \
+  "waiting for sshd: 1 of 2 hosts do not accept ssh connections yet \\(first: 'w3\\.$domain' port 2222\\)" 90
+touch "$TEST_DIR/gate/open"
 rc=$(timeout 120 docker wait "$RUN_ID-launcher") || { docker logs "$RUN_ID-launcher"; fail "the launcher did not end within 120 s"; }
 log=$(docker logs "$RUN_ID-launcher" 2>&1)
 [[ $rc == 0 ]] || { echo "$log"; fail "the launcher exited $rc"; }
 expect_text "$log" 'all 2 hosts in /etc/mpi/hostfile resolve' "the entrypoint saw both workers"
+expect_text "$log" 'all 2 hosts in /etc/mpi/hostfile accept ssh connections' "the entrypoint saw both sshds"
 expect_text "$log" 'pi is approximately 3\.1[34]' "pi over 2 ranks on 2 worker containers"
-pass "launcher entrypoint waited for DNS, then mpirun ran pi on both workers over ssh"
+pass "launcher entrypoint waited for DNS and sshd, then mpirun ran pi on both workers over ssh"
