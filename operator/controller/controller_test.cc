@@ -218,10 +218,38 @@ TEST(Manager, StandbyReconcilesNothingAndStopsWithoutTheLease) {
   std::jthread t([&](std::stop_token st) { m.run(st); });
   EXPECT_FALSE(pods_appear(client, std::chrono::milliseconds(500)));
   EXPECT_FALSE(m.synced());
+  EXPECT_TRUE(m.caches_synced()) << "a standby keeps its caches warm";
   t.request_stop();
   t.join();
   EXPECT_EQ(lease_holder(client), "b");
   EXPECT_EQ(m.reconciles(), 0u);
+}
+
+TEST(Manager, AWarmStandbyReconcilesWhatChangedWhileItWaitedOnceTheLeaseIsFree) {
+  kube::MemoryClient client;
+  kube::RealClock clock;
+  kube::LeaderElectionConfig other;
+  other.lease_namespace = "korovod";
+  other.lease_name = "mpi-operator";
+  other.identity = "b";
+  kube::LeaderElector leader(client, other, clock);
+  ASSERT_TRUE(leader.try_acquire_or_renew());
+  OperatorMetrics metrics;
+  Manager m(client, elected("a", metrics), clock);
+  std::jthread t([&](std::stop_token st) { m.run(st); });
+  for (int i = 0; i < 200 && !m.caches_synced(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(m.caches_synced());
+  create_pi_job(client, 2);  // seen by the standby's informer, not reconciled yet
+  EXPECT_FALSE(pods_appear(client, std::chrono::milliseconds(300)));
+  EXPECT_EQ(m.reconciles(), 0u);
+  leader.release();  // b steps down: a takes the lease at its next retry (3 s)
+  ASSERT_TRUE(pods_appear(client, std::chrono::seconds(10)));
+  EXPECT_EQ(lease_holder(client), "a");
+  EXPECT_TRUE(m.synced());
+  t.request_stop();
+  t.join();
 }
 
 }  // namespace

@@ -169,8 +169,23 @@ kube::CheckResult Manager::ready() const {
                  : kube::CheckResult::failed("caches not synced yet");
 }
 
+bool Manager::caches_synced() const {
+  for (const auto& inf : informers_) {
+    if (!inf->has_synced()) return false;
+  }
+  return true;
+}
+
 void Manager::run(std::stop_token stop) {
-  if (leader_ && !leader_->wait_until_leading(stop)) return;
+  // The caches fill before the lease is won, as controller-runtime's Manager does: a standby
+  // that takes over starts reconciling without first listing every watched resource. Their
+  // events queue MPIJob keys, which workers take only once this replica leads.
+  log_->info("starting informers", {{"count", std::to_string(informers_.size())}});
+  for (auto& inf : informers_) inf->start();
+  if (leader_ && !leader_->wait_until_leading(stop)) {
+    for (auto& inf : informers_) inf->stop();
+    return;
+  }
   metrics_->set_leader(true);
   std::exception_ptr failure;
   try {
@@ -186,8 +201,6 @@ void Manager::run(std::stop_token stop) {
 }
 
 void Manager::run_controller(std::stop_token stop) {
-  log_->info("starting informers", {{"count", std::to_string(informers_.size())}});
-  for (auto& inf : informers_) inf->start();
   const auto deadline = clock_.steady_now() + options_.cache_sync_timeout;
   for (auto& inf : informers_) {
     while (!inf->wait_for_sync(std::chrono::milliseconds(200))) {

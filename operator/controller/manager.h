@@ -5,12 +5,14 @@
 //   m.serve_probes();                                          // the binary only
 //   std::jthread t([&](std::stop_token st) { m.run(st); });   // blocks until stop
 //
-// serve_probes() serves /healthz, /readyz and /metrics. With leader election (the binary), run()
-// first campaigns for the Lease (leader_gate.h) and reconciles only once this replica leads.
-// The controller then starts informers for MPIJob, ConfigMap, Secret, Service, Job, Pod,
-// PriorityClass (and PodGroup with gang scheduling) in every watched namespace, waits until they
-// have synced, then runs `threadiness` workers that take MPIJob keys from a rate-limited work
-// queue and call mpijob::Reconciler::reconcile. Events on owned objects enqueue their MPIJob
+// serve_probes() serves /healthz, /readyz and /metrics. run() first starts informers for MPIJob,
+// ConfigMap, Secret, Service, Job, Pod, PriorityClass (and PodGroup with gang scheduling) in every
+// watched namespace. With leader election (the binary), it then campaigns for the Lease
+// (leader_gate.h) and reconciles only once this replica leads: a standby keeps its caches warm,
+// as controller-runtime's Manager does, so a takeover does not wait for a full list. Once leading
+// (at once without leader election) it waits until the caches have synced, then runs
+// `threadiness` workers that take MPIJob keys from a rate-limited work queue and call
+// mpijob::Reconciler::reconcile. Keys queued while standing by are reconciled then. Events on owned objects enqueue their MPIJob
 // (Pod -> Job -> MPIJob for launcher pods). A failed reconcile is handled by ReconcileFailures: a
 // retryable failure is requeued with per-key exponential backoff (5ms..1000s, max'ed with a token
 // bucket), a permanent one (the API server refused the request: Invalid, Forbidden, ...) is not
@@ -83,6 +85,7 @@ class Manager {
   void run(std::stop_token stop);
 
   bool synced() const { return synced_; }      // caches synced and workers running
+  bool caches_synced() const;                   // every informer has listed (also on a standby)
   size_t queue_depth() { return queue_.len(); }
   uint64_t reconciles() const { return reconciles_; }
   OperatorMetrics& metrics() { return *metrics_; }
