@@ -2,8 +2,11 @@
 
 Framework-neutral: a binding turns its tensors into (address, dtype code, shape, device) and
 back; this module queues the operations, waits for them (GIL released, in slices so Ctrl-C gets
-through), and hands runtime-allocated outputs over as DLPack capsules. korovod.tensorflow and
-korovod.keras (JAX backend) use it; korovod.torch has its own, tuned copy of the same calls.
+through), and hands runtime-allocated outputs over as DLPack capsules. Every binding uses it:
+korovod.tensorflow, korovod.keras (JAX backend) and korovod.torch (torch/_native.py adds only
+torch's dtypes, CUDA ready events and asynchronous handles; its synchronous allreduce inlines the
+three C calls, _collectives.allreduce_now). The per-call work stays at dictionary lookups and the
+C calls: no ctypes objects are built per call, shapes are cached as int64 arrays by tuple.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from korovod.common import _lib
 from korovod.common._state import NativeRuntime, error_for, last_error, state
 
 _WAIT_SLICE_SECONDS = _lib.WAIT_SLICE_SECONDS
+_IN_PROGRESS = _lib.ERR_IN_PROGRESS
 _SHAPE_CACHE_LIMIT = 4096
+_shape_arrays = state.shape_arrays  # the holder's cache: tuple(shape) -> int64 array
 
 # DLPack type codes (dlpack.h DLDataTypeCode).
 DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_BOOL = 0, 1, 2, 4, 6
@@ -66,14 +71,14 @@ def runtime() -> NativeRuntime:
     return state.require()
 
 
-def shape_array(shape: Sequence[int]):
-    """An int64 array holding `shape` (cached by shape; passed to C as its address)."""
-    key = tuple(shape)
-    array = state.shape_arrays.get(key)
+def shape_array(shape: Tuple[int, ...]):
+    """An int64 array holding `shape`, a tuple (torch.Size is one), cached by shape; passed to C
+    as its address."""
+    array = _shape_arrays.get(shape)
     if array is None:
-        array = (ctypes.c_int64 * max(len(key), 1))(*key)
-        if len(state.shape_arrays) < _SHAPE_CACHE_LIMIT:
-            state.shape_arrays[key] = array
+        array = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+        if len(_shape_arrays) < _SHAPE_CACHE_LIMIT:
+            _shape_arrays[tuple(shape)] = array
     return array
 
 
@@ -89,21 +94,34 @@ class Buffer:
         self.device = device
 
 
+def enqueue_raw(rt: NativeRuntime, op_type: int, name: Optional[bytes], address: int,
+                output_address: Optional[int], dtype: int, shape: Tuple[int, ...], device: int = -1,
+                op: int = _lib.AVERAGE, prescale: float = 1.0, postscale: float = 1.0, root_rank: int = 0,
+                splits_address: Optional[int] = None, num_splits: int = 0, process_set_id: int = 0,
+                event=None) -> int:
+    """Queues one collective on an operand given by address; returns its handle. `event`: a CUDA
+    ready event the runtime waits for before it reads the input (None on CPU)."""
+    handle = rt.lib.korovod_enqueue(
+        rt.ptr, op_type, name, address or None, output_address or None, dtype, len(shape),
+        shape_array(shape), device, op, prescale, postscale, root_rank, splits_address or None, num_splits,
+        process_set_id, event)
+    if handle < 0:
+        raise last_error(rt, handle)
+    return handle
+
+
 def enqueue(rt: NativeRuntime, op_type: int, name: Optional[bytes], source: Buffer,
             output_address: Optional[int] = None, op: int = _lib.AVERAGE, prescale: float = 1.0,
             postscale: float = 1.0, root_rank: int = 0, splits=None, process_set_id: int = 0) -> int:
     """Queues one collective; returns its handle. `splits`: alltoall's rows per rank, or None
     (the runtime copies them at once)."""
-    shape = source.shape
-    splits_array = None if splits is None else int32_array(splits)
-    handle = rt.lib.korovod_enqueue(
-        rt.ptr, op_type, name, source.address or None, output_address or None, source.dtype, len(shape),
-        shape_array(shape), source.device, op, prescale, postscale, root_rank,
-        None if splits is None else ctypes.addressof(splits_array), 0 if splits is None else len(splits),
-        process_set_id, None)
-    if handle < 0:
-        raise last_error(rt, handle)
-    return handle
+    if splits is None:
+        return enqueue_raw(rt, op_type, name, source.address, output_address, source.dtype, source.shape,
+                           source.device, op, prescale, postscale, root_rank, None, 0, process_set_id)
+    splits_array = int32_array(splits)
+    return enqueue_raw(rt, op_type, name, source.address, output_address, source.dtype, source.shape,
+                       source.device, op, prescale, postscale, root_rank, ctypes.addressof(splits_array),
+                       len(splits), process_set_id)
 
 
 def enqueue_control(rt: NativeRuntime, op_type: int, device: int = -1, process_set_id: int = 0) -> int:
@@ -115,28 +133,42 @@ def enqueue_control(rt: NativeRuntime, op_type: int, device: int = -1, process_s
     return handle
 
 
-def enqueue_group(rt: NativeRuntime, op_type: int, names: Sequence[Optional[bytes]], sources: Sequence[Buffer],
-                  output_addresses: Optional[Sequence[int]] = None, op: int = _lib.AVERAGE,
-                  prescale: float = 1.0, postscale: float = 1.0, process_set_id: int = 0) -> List[int]:
+# One operand of a group: (input address, output address or None, dtype code, shape, device,
+# CUDA ready event or None).
+Operand = Tuple[int, Optional[int], int, Tuple[int, ...], int, object]
+
+
+def enqueue_group_raw(rt: NativeRuntime, op_type: int, names: Sequence[Optional[bytes]],
+                      operands: Sequence[Operand], op: int = _lib.AVERAGE, prescale: float = 1.0,
+                      postscale: float = 1.0, process_set_id: int = 0) -> List[int]:
     """Queues the ops of a group all or none, in one step (they negotiate and fuse together)."""
     lib = rt.lib
+    count = len(operands)
     group = lib.korovod_group_new()
     if not group:
         raise MemoryError("korovod_group_new failed")
     try:
-        for i, source in enumerate(sources):
-            output = output_addresses[i] if output_addresses is not None else None
+        for i, (address, output, dtype, shape, device, event) in enumerate(operands):
             # A refused op is remembered by the group; korovod_group_enqueue reports it with its text.
-            lib.korovod_group_add(group, op_type, names[i], source.address or None, output or None, source.dtype,
-                                  len(source.shape), shape_array(source.shape), source.device, op, prescale,
-                                  postscale, 0, None, 0, process_set_id, None)
-        handles = (ctypes.c_int64 * max(len(sources), 1))()
-        code = lib.korovod_group_enqueue(rt.ptr, group, handles, len(sources))
+            lib.korovod_group_add(group, op_type, names[i], address or None, output or None, dtype, len(shape),
+                                  shape_array(shape), device, op, prescale, postscale, 0, None, 0,
+                                  process_set_id, event)
+        handles = (ctypes.c_int64 * max(count, 1))()
+        code = lib.korovod_group_enqueue(rt.ptr, group, handles, count)
         if code < 0:
             raise last_error(rt, code)
-        return list(handles)[:len(sources)]
+        return list(handles)[:count]
     finally:
         lib.korovod_group_free(group)
+
+
+def enqueue_group(rt: NativeRuntime, op_type: int, names: Sequence[Optional[bytes]], sources: Sequence[Buffer],
+                  output_addresses: Optional[Sequence[int]] = None, op: int = _lib.AVERAGE,
+                  prescale: float = 1.0, postscale: float = 1.0, process_set_id: int = 0) -> List[int]:
+    """enqueue_group_raw on Buffers."""
+    operands = [(s.address, output_addresses[i] if output_addresses is not None else None, s.dtype, s.shape,
+                 s.device, None) for i, s in enumerate(sources)]
+    return enqueue_group_raw(rt, op_type, names, operands, op, prescale, postscale, process_set_id)
 
 
 def wait(rt: NativeRuntime, handle: int, keep_alive) -> None:
@@ -144,16 +176,17 @@ def wait(rt: NativeRuntime, handle: int, keep_alive) -> None:
     If the wait is interrupted, the op's buffers stay referenced for good: the runtime may still
     write them."""
     lib = rt.lib
+    ptr = rt.ptr
     try:
-        code = lib.korovod_wait_for(rt.ptr, handle, _WAIT_SLICE_SECONDS)
-        while code == _lib.ERR_IN_PROGRESS:
-            code = lib.korovod_wait_for(rt.ptr, handle, _WAIT_SLICE_SECONDS)
+        code = lib.korovod_wait_for(ptr, handle, _WAIT_SLICE_SECONDS)
+        while code == _IN_PROGRESS:
+            code = lib.korovod_wait_for(ptr, handle, _WAIT_SLICE_SECONDS)
     except BaseException:
         state.abandoned.append((rt, handle, keep_alive))
         raise
     if code:
-        text = _lib.decode(lib.korovod_handle_error(rt.ptr, handle))
-        lib.korovod_release(rt.ptr, handle)
+        text = _lib.decode(lib.korovod_handle_error(ptr, handle))
+        lib.korovod_release(ptr, handle)
         raise error_for(code, text)
 
 

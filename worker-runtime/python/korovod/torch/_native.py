@@ -1,24 +1,23 @@
-"""torch tensors across libkorovod's C ABI: dtype codes, shapes, ready events, enqueue/wait, and
-runtime-allocated outputs handed back as zero-copy DLPack tensors.
-
-The synchronous allreduce goes through here on every training step, so the per-call work is kept
-to dictionary lookups and three C calls (enqueue, wait, release): no ctypes objects are built per
-call, shapes are cached as int64 arrays by tuple.
+"""torch tensors across libkorovod's C ABI, on the framework-neutral glue in
+korovod.common.native_ops: what torch adds is its dtype codes, the ready event of a CUDA tensor,
+DLPack outputs as torch tensors, and the asynchronous handles of Horovod's torch API
+(poll/synchronize). The synchronous allreduce of a training step inlines its three C calls in
+_collectives.allreduce_now.
 """
 
 from __future__ import annotations
 
-import ctypes
 from typing import Callable, List, Optional, Sequence
 
 import torch
 import torch.utils.dlpack
 
 from korovod.common import _lib
-from korovod.common._state import NativeRuntime, error_for, last_error, state  # noqa: F401 (last_error: re-exported)
-
-_WAIT_SLICE_SECONDS = _lib.WAIT_SLICE_SECONDS
-_IN_PROGRESS = _lib.ERR_IN_PROGRESS
+from korovod.common._state import NativeRuntime, last_error, state  # noqa: F401 (last_error: re-exported)
+from korovod.common.native_ops import (  # noqa: F401 (re-exported for the torch modules)
+    DL_BFLOAT, DL_FLOAT, DL_INT, DL_UINT, enqueue_control, enqueue_group_raw, enqueue_raw, last_joined_rank,
+    release, runtime, shape_array, wait)
+from korovod.common import native_ops
 
 DTYPE_CODES = {
     torch.uint8: _lib.UINT8,
@@ -37,34 +36,20 @@ if hasattr(torch, "uint16"):  # torch >= 2.3
 
 # DLPack (type code, bits) of outputs the runtime allocates. bool crosses as uint8 and is viewed
 # back: torch 1.13's from_dlpack does not know kDLBool. kDLBfloat (4) is accepted since 1.10.
-_DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT = 0, 1, 2, 4
 _DLPACK_TYPES = {
-    torch.uint8: (_DL_UINT, 8),
-    torch.int8: (_DL_INT, 8),
-    torch.int16: (_DL_INT, 16),
-    torch.int32: (_DL_INT, 32),
-    torch.int64: (_DL_INT, 64),
-    torch.float16: (_DL_FLOAT, 16),
-    torch.bfloat16: (_DL_BFLOAT, 16),
-    torch.float32: (_DL_FLOAT, 32),
-    torch.float64: (_DL_FLOAT, 64),
-    torch.bool: (_DL_UINT, 8),
+    torch.uint8: (DL_UINT, 8),
+    torch.int8: (DL_INT, 8),
+    torch.int16: (DL_INT, 16),
+    torch.int32: (DL_INT, 32),
+    torch.int64: (DL_INT, 64),
+    torch.float16: (DL_FLOAT, 16),
+    torch.bfloat16: (DL_BFLOAT, 16),
+    torch.float32: (DL_FLOAT, 32),
+    torch.float64: (DL_FLOAT, 64),
+    torch.bool: (DL_UINT, 8),
 }
 if hasattr(torch, "uint16"):
-    _DLPACK_TYPES[torch.uint16] = (_DL_UINT, 16)
-
-_DLTENSOR_NAME = b"dltensor"  # must outlive every capsule made with it: a module constant
-_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
-    ("PyCapsule_New", ctypes.pythonapi))
-_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_IsValid", ctypes.pythonapi))
-
-_SHAPE_CACHE_LIMIT = 4096
-_shape_arrays = state.shape_arrays  # the holder's cache: tuple(shape) -> int64 array
-
-
-def runtime() -> NativeRuntime:
-    return state.require()
+    _DLPACK_TYPES[torch.uint16] = (DL_UINT, 16)
 
 
 def dtype_code(tensor: torch.Tensor) -> int:
@@ -72,16 +57,6 @@ def dtype_code(tensor: torch.Tensor) -> int:
         return DTYPE_CODES[tensor.dtype]
     except KeyError:
         raise ValueError(f"Tensor type {tensor.dtype} is not supported.") from None
-
-
-def shape_array(shape):
-    """An int64 array holding `shape` (cached by shape; passed to C as its address)."""
-    array = _shape_arrays.get(shape)
-    if array is None:
-        array = (ctypes.c_int64 * max(len(shape), 1))(*shape)
-        if len(_shape_arrays) < _SHAPE_CACHE_LIMIT:
-            _shape_arrays[tuple(shape)] = array
-    return array
 
 
 def device_and_event(rt: NativeRuntime, tensor: torch.Tensor):
@@ -101,27 +76,14 @@ def device_and_event(rt: NativeRuntime, tensor: torch.Tensor):
 def enqueue(rt: NativeRuntime, op_type: int, name: Optional[bytes], tensor: torch.Tensor,
             output: Optional[torch.Tensor], op: int = _lib.AVERAGE, prescale: float = 1.0,
             postscale: float = 1.0, root_rank: int = 0, splits=None, process_set_id: int = 0) -> int:
-    """Queues one collective; returns its handle. `tensor` (and `output`) must be contiguous."""
+    """Queues one collective; returns its handle. `tensor` (and `output`) must be contiguous;
+    `splits`: an int32 tensor of alltoall's rows per rank, or None."""
     code = dtype_code(tensor)
-    shape = tensor.shape
     device, event = device_and_event(rt, tensor) if tensor.is_cuda else (-1, None)
-    splits_address, num_splits = (0, 0) if splits is None else (splits.data_ptr(), splits.numel())
-    handle = rt.lib.korovod_enqueue(
-        rt.ptr, op_type, name, tensor.data_ptr(), output.data_ptr() if output is not None else None, code,
-        len(shape), shape_array(shape), device, op, prescale, postscale, root_rank,
-        splits_address or None, num_splits, process_set_id, event)
-    if handle < 0:
-        raise last_error(rt, handle)
-    return handle
-
-
-def enqueue_control(rt: NativeRuntime, op_type: int, device: int = -1, process_set_id: int = 0) -> int:
-    """Queues a join or barrier (no tensor)."""
-    handle = rt.lib.korovod_enqueue(rt.ptr, op_type, None, None, None, _lib.UINT8, 0, None, device,
-                                    _lib.AVERAGE, 1.0, 1.0, 0, None, 0, process_set_id, None)
-    if handle < 0:
-        raise last_error(rt, handle)
-    return handle
+    splits_address, num_splits = (None, 0) if splits is None else (splits.data_ptr(), splits.numel())
+    return enqueue_raw(rt, op_type, name, tensor.data_ptr(), output.data_ptr() if output is not None else None,
+                       code, tensor.shape, device, op, prescale, postscale, root_rank, splits_address,
+                       num_splits, process_set_id, event)
 
 
 def enqueue_group(rt: NativeRuntime, op_type: int, names: Sequence[Optional[bytes]],
@@ -129,84 +91,24 @@ def enqueue_group(rt: NativeRuntime, op_type: int, names: Sequence[Optional[byte
                   op: int = _lib.AVERAGE, prescale: float = 1.0, postscale: float = 1.0,
                   process_set_id: int = 0) -> List[int]:
     """Queues the ops of a group all or none, in one step (they negotiate and fuse together)."""
-    lib = rt.lib
-    count = len(tensors)
-    group = lib.korovod_group_new()
-    if not group:
-        raise MemoryError("korovod_group_new failed")
-    try:
-        for i, tensor in enumerate(tensors):
-            code = dtype_code(tensor)
-            device, event = device_and_event(rt, tensor)
-            shape = tensor.shape
-            # A refused op is remembered by the group; korovod_group_enqueue reports it with its text.
-            lib.korovod_group_add(
-                group, op_type, names[i], tensor.data_ptr(), outputs[i].data_ptr() if outputs is not None else None,
-                code, len(shape), shape_array(shape), device, op, prescale, postscale, 0, None, 0,
-                process_set_id, event)
-        handles = (ctypes.c_int64 * count)()
-        code = lib.korovod_group_enqueue(rt.ptr, group, handles, count)
-        if code < 0:
-            raise last_error(rt, code)
-        return list(handles)
-    finally:
-        lib.korovod_group_free(group)
-
-
-def wait(rt: NativeRuntime, handle: int, keep_alive) -> None:
-    """Blocks until the op ends (GIL released, in one-second slices so Ctrl-C gets through);
-    releases the handle on error and raises the mapped exception. If the wait is interrupted, the
-    op's tensors stay referenced for good: the runtime may still write them."""
-    lib = rt.lib
-    ptr = rt.ptr
-    try:
-        code = lib.korovod_wait_for(ptr, handle, _WAIT_SLICE_SECONDS)
-        while code == _IN_PROGRESS:
-            code = lib.korovod_wait_for(ptr, handle, _WAIT_SLICE_SECONDS)
-    except BaseException:
-        state.abandoned.append((rt, handle, keep_alive))
-        raise
-    if code:
-        text = _lib.decode(lib.korovod_handle_error(ptr, handle))
-        lib.korovod_release(ptr, handle)
-        raise error_for(code, text)
-
-
-def release(rt: NativeRuntime, handle: int) -> None:
-    rt.lib.korovod_release(rt.ptr, handle)
+    operands = []
+    for i, tensor in enumerate(tensors):
+        code = dtype_code(tensor)  # before the CUDA event: an unsupported dtype records none
+        device, event = device_and_event(rt, tensor)
+        operands.append((tensor.data_ptr(), outputs[i].data_ptr() if outputs is not None else None, code,
+                         tensor.shape, device, event))
+    return enqueue_group_raw(rt, op_type, names, operands, op, prescale, postscale, process_set_id)
 
 
 def take_output(rt: NativeRuntime, handle: int, dtype: torch.dtype) -> torch.Tensor:
     """The output the runtime allocated for `handle`, as a torch tensor owning that memory."""
     dl_code, dl_bits = _DLPACK_TYPES[dtype]
-    managed = rt.lib.korovod_handle_take_dlpack(rt.ptr, handle, dl_code, dl_bits)
-    if not managed:
-        raise last_error(rt, _lib.ERR_UNKNOWN)
-    capsule = None
-    try:
-        capsule = _capsule_new(managed, _DLTENSOR_NAME, None)
-        tensor = torch.utils.dlpack.from_dlpack(capsule)
-    except BaseException:
-        # Not consumed (from_dlpack renames the capsule once it owns the memory): free it here.
-        if capsule is None or _capsule_is_valid(capsule, _DLTENSOR_NAME):
-            rt.lib.korovod_dlpack_delete(managed)
-        raise
+    tensor = native_ops.take_output(rt, handle, dl_code, dl_bits, torch.utils.dlpack.from_dlpack)
     return tensor.view(torch.bool) if dtype is torch.bool else tensor
 
 
 def received_splits(rt: NativeRuntime, handle: int, count: int) -> torch.Tensor:
-    splits = torch.empty(count, dtype=torch.int32)
-    n = rt.lib.korovod_handle_received_splits(rt.ptr, handle, splits.data_ptr(), count)
-    if n < 0:
-        raise last_error(rt, n)
-    return splits[:n]
-
-
-def last_joined_rank(rt: NativeRuntime, handle: int) -> int:
-    value = rt.lib.korovod_handle_last_joined_rank(rt.ptr, handle)
-    if value < -1:
-        raise last_error(rt, value)
-    return value
+    return torch.tensor(native_ops.received_splits(rt, handle, count), dtype=torch.int32)
 
 
 # ---------------------------------------------------------------- asynchronous handles
