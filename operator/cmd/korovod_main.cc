@@ -18,10 +18,10 @@
 #include "cmd/shutdown_signals.h"
 #include "kube/config.h"
 #include "kube/rest_client.h"
-#include "local/reaper.h"
-#include "local/kubelet.h"
+#include "local/process/reaper.h"
+#include "local/kubelet/kubelet.h"
 #include "local/local_run.h"
-#include "local/process.h"
+#include "local/process/process.h"
 
 namespace fs = std::filesystem;
 

@@ -1,4 +1,4 @@
-// korovod-rsh: the rsh agent of local mode (see operator/local/rsh_agent.h).
+// korovod-rsh: the rsh agent of local mode (see operator/local/rsh/rsh_agent.h).
 #include <unistd.h>
 
 #include <cstdlib>
@@ -6,8 +6,8 @@
 #include <iostream>
 #include <thread>
 
-#include "local/process.h"
-#include "local/rsh_agent.h"
+#include "local/process/process.h"
+#include "local/rsh/rsh_agent.h"
 
 int main(int argc, char** argv) {
   try {

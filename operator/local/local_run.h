@@ -12,8 +12,8 @@
 #include <string>
 
 #include "kube/clock.h"
-#include "local/pod_env.h"
-#include "local/process_launcher.h"
+#include "local/sandbox/pod_env.h"
+#include "local/process/process_launcher.h"
 
 namespace local {
 

@@ -1,6 +1,6 @@
 // The CRD's field types, checked before anything reads the fields (schema_types.h), and the
 // integer accessors that no longer truncate or overflow (types.h member<T>). The table's
-// agreement with crds/kubeflow.org_mpijobs.yaml is operator/local/crd_schema_test.cc.
+// agreement with crds/kubeflow.org_mpijobs.yaml is operator/local/manifest/crd_schema_test.cc.
 #include <gtest/gtest.h>
 
 #include "mpijob/defaults.h"

@@ -1,6 +1,6 @@
 // MPIJob manifests as `korovod run job.yaml` reads them (operator/local/local_run.cc): YAML
-// documents to JSON (operator/local/yaml_json.cc), the MPIJob document found, defaulted and
-// validated (operator/mpijob/types, defaults, validation).
+// documents to JSON (operator/local/manifest/yaml_json.cc), the MPIJob document found,
+// defaulted and validated (operator/mpijob/types, defaults, validation).
 //
 // Invariants, for any file content:
 //  - yaml_documents returns documents or throws std::runtime_error ("invalid YAML: ..."),
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "fuzz_check.h"
-#include "local/yaml_json.h"
+#include "local/manifest/yaml_json.h"
 #include "mpijob/defaults.h"
 #include "mpijob/schema_types.h"
 #include "mpijob/types.h"
