@@ -49,7 +49,7 @@ std::vector<std::string> pod_dns_names(const kube::Object& pod, const std::strin
 
 // --user from securityContext (the container's over the pod's): "uid" or "uid:gid"; "" when
 // runAsUser is unset (the image's USER). runAsGroup alone cannot be given to docker without a
-// user and is left out (documented in README.md).
+// user and is left out (documented in operator/local/README.md).
 std::string docker_user(const kube::Object& pod, const kube::Object& container);
 // True unless securityContext sets a non-zero runAsUser (the worker images set no USER).
 bool runs_as_root(const kube::Object& pod, const kube::Object& container);

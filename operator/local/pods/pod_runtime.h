@@ -12,7 +12,7 @@
 // (docker_container.h: started, signalled and removed through the same launcher), the pod's
 // volumes get a kubelet's ownership for the container's user (apply_volume_ownership), and
 // podIP is the container's address on the job's network (docker inspect).
-// Init containers are not run (documented in README.md).
+// Init containers are not run (documented in operator/local/README.md).
 #pragma once
 
 #include <filesystem>

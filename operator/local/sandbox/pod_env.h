@@ -2,7 +2,8 @@
 // expansion, valueFrom.fieldRef (metadata.name/namespace/uid/labels['k']/annotations['k'],
 // spec.nodeName, spec.serviceAccountName, status.podIP/hostIP/podIPs), configMapKeyRef and
 // secretKeyRef (read through kube::Client), and envFrom (configMapRef / secretRef, prefix).
-// resourceFieldRef is not supported (the value stays empty; documented in README.md).
+// resourceFieldRef is not supported (the value stays empty; documented in
+// operator/local/README.md).
 #pragma once
 
 #include <functional>
