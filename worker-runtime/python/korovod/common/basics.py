@@ -80,6 +80,9 @@ def _normalize_process_sets(process_sets) -> list:
     if isinstance(process_sets, str):
         if process_sets.lower() != "dynamic":
             raise ValueError(f"process_sets must be a list of ProcessSet or 'dynamic', not {process_sets!r}")
+        # Horovod's own init does exactly this, and its docstring promises it: the variable stays
+        # set for the rest of the process and for the processes it starts. The C ABI has no field
+        # for it (korovod_init_options is frozen); the runtime reads it at init like any setting.
         os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"
         return []
     return list(process_sets)
