@@ -1,15 +1,22 @@
 // PerformOperation: runs one (fused) response on this rank with the first enabled backend and
 // completes the handles. Returns an error only when the data plane itself failed (the engine
 // then stops); per-operation failures go to the operations' handles.
+// Declared here for the engine, defined in algorithms/executor.cc: it dispatches to the
+// collectives (algorithms/algorithm.h), which core's headers never include (worker-runtime/
+// README.md, "Layering").
 #pragma once
 
 #include <chrono>
 #include <optional>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "core/fusion.h"
+#include "core/handle_table.h"
 #include "core/logger.h"
+#include "core/message.h"
+#include "core/op_entry.h"
 #include "core/process_set.h"
+#include "core/timeline.h"
 #include "korovod/env.h"
 
 namespace korovod {

@@ -1,3 +1,5 @@
+// The executor the engine declares (core/executor.h): it runs each response with the collectives
+// of this folder, so its definition sits above them.
 #include "core/executor.h"
 
 #include <fmt/format.h>
@@ -5,6 +7,8 @@
 #include <chrono>
 #include <optional>
 #include <thread>
+
+#include "algorithms/algorithm.h"
 
 namespace korovod {
 namespace {
