@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "algorithms/stream_copy.h"
+#include "kernels/stream_copy.h"
 #include "kernels/kernels.h"
 #include "transport/shm/shm_backend.h"
 

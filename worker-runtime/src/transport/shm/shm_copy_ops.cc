@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "algorithms/byte_copy.h"
+#include "kernels/byte_copy.h"
 #include "transport/shm/shm_backend.h"
 
 namespace korovod::shm {

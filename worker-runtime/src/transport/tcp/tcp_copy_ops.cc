@@ -1,7 +1,7 @@
 // The TCP collectives that only move bytes: allgatherv, broadcast, alltoallv, barrier. Each is
 // one direct exchange (Mesh::exchange): every socket carries its share concurrently; a large
 // broadcast is a pipelined chain instead.
-#include "algorithms/byte_copy.h"
+#include "kernels/byte_copy.h"
 #include "transport/tcp/tcp_backend.h"
 
 namespace korovod::tcp {
