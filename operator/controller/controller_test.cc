@@ -203,14 +203,19 @@ TEST(Manager, ReconcilesOnceLeadingAndHandsTheLeaseBackOnStop) {
   EXPECT_NE(metrics.render().find("mpi_operator_is_leader 0\n"), std::string::npos);
 }
 
+// The Manager's Lease, campaigned for by another replica.
+kube::LeaderElectionConfig lease_for(const std::string& identity) {
+  kube::LeaderElectionConfig c;
+  c.lease_namespace = "korovod";
+  c.lease_name = "mpi-operator";
+  c.identity = identity;
+  return c;
+}
+
 TEST(Manager, StandbyReconcilesNothingAndStopsWithoutTheLease) {
   kube::MemoryClient client;
   kube::RealClock clock;
-  kube::LeaderElectionConfig other;
-  other.lease_namespace = "korovod";
-  other.lease_name = "mpi-operator";
-  other.identity = "b";
-  kube::LeaderElector leader(client, other, clock);
+  kube::LeaderElector leader(client, lease_for("b"), clock);
   ASSERT_TRUE(leader.try_acquire_or_renew());
   create_pi_job(client, 2);
   OperatorMetrics metrics;
@@ -228,11 +233,7 @@ TEST(Manager, StandbyReconcilesNothingAndStopsWithoutTheLease) {
 TEST(Manager, AWarmStandbyReconcilesWhatChangedWhileItWaitedOnceTheLeaseIsFree) {
   kube::MemoryClient client;
   kube::RealClock clock;
-  kube::LeaderElectionConfig other;
-  other.lease_namespace = "korovod";
-  other.lease_name = "mpi-operator";
-  other.identity = "b";
-  kube::LeaderElector leader(client, other, clock);
+  kube::LeaderElector leader(client, lease_for("b"), clock);
   ASSERT_TRUE(leader.try_acquire_or_renew());
   OperatorMetrics metrics;
   Manager m(client, elected("a", metrics), clock);
