@@ -97,6 +97,24 @@ void project_sources(const kube::Object& pod, const kube::Object& projected,
   }
 }
 
+// Writes a configMap, secret or projected volume from its sources; false for any other kind.
+// Shared by the first setup and the refresh, so both read the sources the same way.
+bool project_from_sources(const kube::Object& pod, const kube::Object& vol, const EnvSources& sources,
+                          const fs::path& dir) {
+  if (vol.contains("configMap")) {
+    const std::string cm = vol["configMap"].value("name", "");
+    project(vol["configMap"], sources.config_map_data(cm), dir, "configmap \"" + cm + "\"");
+  } else if (vol.contains("secret")) {
+    const std::string s = vol["secret"].value("secretName", "");
+    project(vol["secret"], sources.secret_data(s), dir, "secret \"" + s + "\"");
+  } else if (vol.contains("projected")) {
+    project_sources(pod, vol["projected"], sources, dir);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, fs::path>> materialize_volumes(const kube::Object& pod,
@@ -107,14 +125,8 @@ std::vector<std::pair<std::string, fs::path>> materialize_volumes(const kube::Ob
   for (const auto& vol : field(spec, "volumes")) {
     const std::string name = vol.value("name", "");
     fs::path dir = pod_dir / "volumes" / name;
-    if (vol.contains("configMap")) {
-      const std::string cm = vol["configMap"].value("name", "");
-      project(vol["configMap"], sources.config_map_data(cm), dir, "configmap \"" + cm + "\"");
-    } else if (vol.contains("secret")) {
-      const std::string s = vol["secret"].value("secretName", "");
-      project(vol["secret"], sources.secret_data(s), dir, "secret \"" + s + "\"");
-    } else if (vol.contains("projected")) {
-      project_sources(pod, vol["projected"], sources, dir);
+    if (project_from_sources(pod, vol, sources, dir)) {
+      // configMap, secret or projected: written
     } else if (vol.contains("downwardAPI")) {
       project_downward(pod, vol["downwardAPI"], dir);
     } else if (vol.contains("emptyDir")) {
@@ -134,15 +146,7 @@ void refresh_volumes(const kube::Object& pod, const EnvSources& sources, const f
   for (const auto& vol : field(field(pod, "spec"), "volumes")) {
     const fs::path dir = pod_dir / "volumes" / vol.value("name", "");
     try {
-      if (vol.contains("configMap")) {
-        const std::string cm = vol["configMap"].value("name", "");
-        project(vol["configMap"], sources.config_map_data(cm), dir, "configmap \"" + cm + "\"");
-      } else if (vol.contains("secret")) {
-        const std::string s = vol["secret"].value("secretName", "");
-        project(vol["secret"], sources.secret_data(s), dir, "secret \"" + s + "\"");
-      } else if (vol.contains("projected")) {
-        project_sources(pod, vol["projected"], sources, dir);
-      }
+      project_from_sources(pod, vol, sources, dir);
     } catch (const std::runtime_error&) {
       // Gone or lost a key (the job finished and its ConfigMap went): keep what is there, as
       // the kubelet keeps a volume's last content.
