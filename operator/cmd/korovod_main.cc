@@ -18,6 +18,7 @@
 #include "cmd/shutdown_signals.h"
 #include "kube/config.h"
 #include "kube/rest_client.h"
+#include "os/children.h"
 #include "local/process/reaper.h"
 #include "local/kubelet/kubelet.h"
 #include "local/local_run.h"
@@ -151,7 +152,7 @@ int run_mpijob(CommandLine& c, kube::Clock& clock, local::ProcessLauncher& launc
   run.bin_dir = own_dir();
   run.ssh_config_dir = default_ssh_config_dir();
   // Orphaned descendants of pods come back to us, so none outlives the run (reaper.h).
-  if (!local::become_subreaper()) {
+  if (!korovod::os::become_subreaper()) {
     std::cerr << "korovod: cannot become a child subreaper; orphans of pods are left to init\n";
   }
   run.host_path = host_path();

@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 300 && !std::filesystem::exists(pod_dir / "context.json"); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
-    const local::ExecArgs exec(local::rsh_exec(req, pod_dir));
+    const korovod::os::ExecArrays exec = local::exec_arrays(local::rsh_exec(req, pod_dir));
     execve(exec.program().c_str(), exec.argv(), exec.envp());
     throw std::runtime_error("exec " + exec.program() + ": " + std::strerror(errno));
   } catch (const std::exception& e) {

@@ -1,7 +1,8 @@
-// The host's processes behind ProcessLauncher (process_launcher.h): a Process is started with
-// fork/execve in its own process group, with stdout and stderr on a pipe whose lines go to a sink
-// (the prefixed console, a log file). The group is what a pod owns: signals go to the whole
-// group (stop_process: SIGTERM, then SIGKILL after the grace period).
+// The host's processes behind ProcessLauncher (process_launcher.h): a Process is started by
+// os/spawn.h (the runtime's, which korovodrun starts its ranks with) in its own process group,
+// with stdout and stderr on a pipe whose lines go to a sink (the prefixed console, a log file).
+// The group is what a pod owns: signals go to the whole group (stop_process: SIGTERM, then
+// SIGKILL after the grace period).
 #pragma once
 
 #include <sys/types.h>
@@ -17,28 +18,15 @@
 
 #include "local/process/process_launcher.h"
 #include "local/sandbox/sandbox.h"
+#include "os/spawn.h"
 
 namespace local {
 
-// What execve takes for an Exec: argv[0] resolved against env's PATH, and argv and envp
-// ("NAME=value") as null-terminated arrays that point into this object. Built before a fork, so
-// the child only calls execve. Throws std::invalid_argument for an empty argv, std::runtime_error
-// when argv[0] is not found.
-class ExecArgs {
- public:
-  explicit ExecArgs(const Exec& exec);
-  ExecArgs(const ExecArgs&) = delete;
-  ExecArgs& operator=(const ExecArgs&) = delete;
-
-  const std::string& program() const { return program_; }
-  char* const* argv() const { return argv_.data(); }
-  char* const* envp() const { return envp_.data(); }
-
- private:
-  std::string program_;
-  std::vector<std::string> args_, env_;
-  std::vector<char*> argv_, envp_;
-};
+// What execve takes for an Exec (os/spawn.h: argv[0] resolved against env's PATH, built before a
+// fork so that the child only calls execve). Throws std::invalid_argument for an empty argv and
+// std::runtime_error when argv[0] is not found ("executable file not found in $PATH: <name>", as
+// a container runtime says it).
+korovod::os::ExecArrays exec_arrays(const Exec& exec);
 
 class Process final : public LaunchedProcess {
  public:
@@ -55,10 +43,9 @@ class Process final : public LaunchedProcess {
 
  private:
   void pump();
-  void ended(int status);  // records the exit code of a wait status, kills what is left in the group
 
   pid_t pid_ = -1;
-  int out_fd_ = -1;
+  korovod::os::Fd out_;  // stdout and stderr
   std::optional<int> exit_code_;
   std::atomic<bool> stop_pump_{false};
   LineSink sink_;
@@ -72,8 +59,5 @@ class HostProcessLauncher final : public ProcessLauncher {
     return std::make_unique<Process>(exec, std::move(sink));
   }
 };
-
-// Resolves a command name against a PATH value ("" when not found); names with '/' pass through.
-std::string find_in_path(const std::string& name, const std::string& path);
 
 }  // namespace local

@@ -1,7 +1,8 @@
 // Orphans of a pod (e.g. bubblewrap's inner process, left when the outer one dies) are
-// re-parented to the nearest "child subreaper". korovod makes itself that subreaper, so that
-// before it exits it can kill and reap every descendant it ever started: "no process left
-// behind" then holds even where the machine's init reaps orphans late or never.
+// re-parented to the nearest "child subreaper". korovod makes itself that subreaper
+// (korovod::os::become_subreaper, os/children.h), so that before it exits it can kill and reap
+// every descendant it ever started: "no process left behind" then holds even where the
+// machine's init reaps orphans late or never.
 #pragma once
 
 #include <chrono>
@@ -9,9 +10,6 @@
 #include "kube/clock.h"
 
 namespace local {
-
-// Marks this process as a child subreaper (Linux prctl). Returns false if the kernel refuses.
-bool become_subreaper();
 
 // SIGKILLs every remaining child of this process and reaps them all, waiting at most `limit` on
 // `clock` (polling every 10 ms). Returns the number of children reaped. Call only once no

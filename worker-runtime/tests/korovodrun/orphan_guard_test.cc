@@ -18,7 +18,7 @@ using testing::unique_marker;
 
 // A process group like a rank's: a shell with a grandchild carrying the marker.
 pid_t start_group(const std::string& marker) {
-  Result<ChildProcess> child =
+  Result<os::Child> child =
       spawn_process({{"sh", "-c", "sh -c 'sleep 30; : " + marker + "' & wait"}, {{"PATH", "/usr/bin:/bin"}}, false, ""});
   EXPECT_TRUE(child.is_ok()) << child.status().to_string();
   return child.is_ok() ? child->pid : -1;

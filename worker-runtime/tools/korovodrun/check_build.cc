@@ -30,7 +30,7 @@ std::string frameworks_report(const std::vector<FrameworkCheck>& frameworks) {
 }  // namespace
 
 std::vector<FrameworkCheck> framework_checks(const EnvMap& env) {
-  const bool tf_wrapper = !find_in_path("korovod-tf-python", path_of(env)).empty();
+  const bool tf_wrapper = !os::find_in_path("korovod-tf-python", path_of(env)).empty();
   const std::string tf_python = tf_wrapper ? "korovod-tf-python" : "python3";
   return {
       {"PyTorch", {"python3", "-c", "import korovod.torch"}, false},
@@ -48,7 +48,7 @@ BuildInfo detect_build_info(const EnvMap& env, const CommandProbe& probe) {
 #ifdef KOROVODRUN_WITH_NCCL
   info.nccl = true;
 #endif
-  info.mpirun = find_in_path("mpirun", path_of(env));
+  info.mpirun = os::find_in_path("mpirun", path_of(env));
   info.frameworks = framework_checks(env);
   for (FrameworkCheck& f : info.frameworks) f.available = probe(f.command);
   return info;

@@ -44,7 +44,7 @@ Result<JobSignalFd> JobSignalFd::open() {
   const sigset_t set = job_signals(false);
   const int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
   if (fd < 0) return Status::unknown(fmt::format("signalfd: {}", std::strerror(errno)));
-  return JobSignalFd(tcp::Fd(fd));
+  return JobSignalFd(os::Fd(fd));
 }
 
 std::optional<int> JobSignalFd::next() {

@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "korovod/status.h"
-#include "transport/tcp/socket.h"
+#include "os/fd.h"
 
 namespace korovod::launcher {
 
@@ -35,8 +35,8 @@ class JobSignalFd {
   std::optional<int> next();
 
  private:
-  explicit JobSignalFd(tcp::Fd fd) : fd_(std::move(fd)) {}
-  tcp::Fd fd_;
+  explicit JobSignalFd(os::Fd fd) : fd_(std::move(fd)) {}
+  os::Fd fd_;
 };
 
 }  // namespace korovod::launcher

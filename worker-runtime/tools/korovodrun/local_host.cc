@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "transport/tcp/address.h"
-#include "transport/tcp/socket.h"
+#include "os/fd.h"
 
 namespace korovod::launcher {
 namespace {
@@ -64,7 +64,7 @@ bool is_local_host(const std::string& name, const LocalHost& local, const Resolv
 
 Result<std::string> source_address_towards(const std::string& remote_address) {
   // connect() on a UDP socket only picks the route and the source address.
-  tcp::Fd fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  os::Fd fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   sockaddr_in to{};
   to.sin_family = AF_INET;
   to.sin_port = htons(9);

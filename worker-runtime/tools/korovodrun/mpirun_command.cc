@@ -49,12 +49,12 @@ bool is_open_mpi_version(const std::string& version_output) {
 }
 
 Status exec_mpirun(const std::vector<std::string>& argv, const EnvMap& env) {
-  auto path = env.find("PATH");
-  const std::string program = find_in_path(argv.at(0), path == env.end() ? "" : path->second);
-  if (program.empty()) {
+  Result<os::ExecArrays> exec = os::ExecArrays::resolve(argv, os::EnvPairs(env.begin(), env.end()));
+  if (!exec.is_ok()) {
     return Status::invalid_argument(
         "--mpi: mpirun is not on PATH (install Open MPI, or leave out --mpi: korovodrun then starts the ranks itself)");
   }
+  const std::string& program = exec->program();
   Result<std::string> version = capture_output({{program, "--version"}, env, false, ""});
   if (!version.is_ok()) return Status::unknown(fmt::format("--mpi: {}", version.status().message()));
   if (!is_open_mpi_version(*version)) {
@@ -62,8 +62,7 @@ Status exec_mpirun(const std::vector<std::string>& argv, const EnvMap& env) {
         "--mpi: {} is not Open MPI's mpirun (its --version said {:?}); only Open MPI's command line is built",
         program, *version));
   }
-  ExecArrays arrays(argv, env);
-  execve(program.c_str(), arrays.argv.data(), arrays.envp.data());
+  execve(program.c_str(), exec->argv(), exec->envp());
   return Status::unknown(fmt::format("--mpi: cannot execute {}: {}", program, std::strerror(errno)));
 }
 

@@ -1,5 +1,7 @@
 #include "orphan_guard.h"
 
+#include "os/spawn.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -59,9 +61,9 @@ void end_groups(std::set<pid_t> groups, std::chrono::milliseconds grace) {
 }  // namespace
 
 Result<std::unique_ptr<OrphanGuard>> OrphanGuard::start(std::chrono::milliseconds grace) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return Status::unknown(fmt::format("pipe2: {}", std::strerror(errno)));
-  tcp::Fd read_end(fds[0]), write_end(fds[1]);
+  Result<os::Pipe> pipe = os::make_pipe();
+  if (!pipe.is_ok()) return pipe.status();
+  os::Fd read_end = std::move(pipe->read), write_end = std::move(pipe->write);
   const pid_t pid = fork();
   if (pid < 0) return Status::unknown(fmt::format("fork: {}", std::strerror(errno)));
   if (pid == 0) {
@@ -105,8 +107,7 @@ void OrphanGuard::abandon() {
 
 void OrphanGuard::reap_guard() {
   if (guard_ <= 0) return;
-  while (waitpid(guard_, nullptr, 0) < 0 && errno == EINTR) {
-  }
+  os::wait_exit_code(guard_);
   guard_ = -1;
 }
 

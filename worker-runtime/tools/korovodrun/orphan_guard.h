@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "korovod/status.h"
-#include "transport/tcp/socket.h"
+#include "os/fd.h"
 
 namespace korovod::launcher {
 
@@ -39,11 +39,11 @@ class OrphanGuard : public GroupWatcher {
   void abandon();
 
  private:
-  OrphanGuard(tcp::Fd pipe, pid_t guard) : pipe_(std::move(pipe)), guard_(guard) {}
+  OrphanGuard(os::Fd pipe, pid_t guard) : pipe_(std::move(pipe)), guard_(guard) {}
   void send(char op, pid_t group);
   void reap_guard();
 
-  tcp::Fd pipe_;  // write end; the guard holds the read end
+  os::Fd pipe_;  // write end; the guard holds the read end
   pid_t guard_;
 };
 

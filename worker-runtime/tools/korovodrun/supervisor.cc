@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,7 +23,7 @@ struct RankState {
   RankState(const RankLaunch& l, OutputSink& sink)
       : launch(l), out(l.rank, Stream::kStdout, sink), err(l.rank, Stream::kStderr, sink) {}
   const RankLaunch& launch;
-  ChildProcess child;
+  os::Child child;
   bool started = false;
   std::optional<int> exit_code;
   std::optional<Clock::time_point> kill_at;  // SIGKILL then, while ending the job
@@ -71,7 +70,7 @@ class Job {
       if (options_.verbose) {
         say(sink_, fmt::format("rank {} on {}: {}", r->launch.rank, r->launch.host, quoted_command(r->launch.process.argv)));
       }
-      Result<ChildProcess> child = spawn_process(r->launch.process);
+      Result<os::Child> child = spawn_process(r->launch.process);
       if (!child.is_ok()) {
         say(sink_, fmt::format("rank {} on {}: {}", r->launch.rank, r->launch.host, child.status().message()));
         first_failure_code_ = 127;  // the shell's code for a command that cannot run
@@ -125,7 +124,7 @@ class Job {
   }
 
   void read_output(RankState& r, Stream stream) {
-    tcp::Fd& fd = stream == Stream::kStdout ? r.child.out : r.child.err;
+    os::Fd& fd = stream == Stream::kStdout ? r.child.out : r.child.err;
     char buf[65536];
     const ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
@@ -163,18 +162,10 @@ class Job {
   void reap() {
     for (auto& r : ranks_) {
       if (!r->running()) continue;
-      siginfo_t info{};
-      if (waitid(P_PID, static_cast<id_t>(r->child.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-          info.si_pid != r->child.pid) {
-        continue;
-      }
-      // Whatever the rank left running in its group goes with it; killed before the rank is
-      // reaped, while its pid (the group's id) cannot have been reused.
-      kill(-r->child.pid, SIGKILL);
-      int status = 0;
-      while (waitpid(r->child.pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      r->exit_code = exit_code_from_wait_status(status);
+      // Whatever the rank left running in its group goes with it.
+      const std::optional<int> code = os::reap_group_if_ended(r->child.pid);
+      if (!code) continue;
+      r->exit_code = *code;
       if (watcher_) watcher_->forget(r->child.pid);
       r->child.in.reset();
       on_rank_exit(*r);

@@ -2,7 +2,6 @@
 
 #include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,15 +13,13 @@ WorkerPool::~WorkerPool() {
   for (auto& p : processes_) {
     if (!p->running) continue;
     kill(-p->child.pid, SIGKILL);
-    int status = 0;
-    while (waitpid(p->child.pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    os::wait_group(p->child.pid);
     if (watcher_) watcher_->forget(p->child.pid);
   }
 }
 
 Status WorkerPool::start(const WorkerSlot& worker, const ProcessSpec& spec, bool remote) {
-  Result<ChildProcess> child = spawn_process(spec);
+  Result<os::Child> child = spawn_process(spec);
   if (!child.is_ok()) return child.status();
   auto p = std::make_unique<Process>(worker, remote, sink_);
   p->child = std::move(child).value();
@@ -116,7 +113,7 @@ WorkerPool::Events WorkerPool::wait(JobSignalFd& signals, std::chrono::milliseco
 }
 
 void WorkerPool::read_output(Process& p, Stream stream) {
-  tcp::Fd& fd = stream == Stream::kStdout ? p.child.out : p.child.err;
+  os::Fd& fd = stream == Stream::kStdout ? p.child.out : p.child.err;
   char buf[65536];
   const ssize_t n = ::read(fd.get(), buf, sizeof buf);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
@@ -131,19 +128,12 @@ void WorkerPool::read_output(Process& p, Stream stream) {
 void WorkerPool::reap(Events& events) {
   for (auto& p : processes_) {
     if (!p->running) continue;
-    siginfo_t info{};
-    if (waitid(P_PID, static_cast<id_t>(p->child.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-        info.si_pid != p->child.pid) {
-      continue;
-    }
-    kill(-p->child.pid, SIGKILL);  // what it left in its group goes with it (supervisor.cc)
-    int status = 0;
-    while (waitpid(p->child.pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    const std::optional<int> code = os::reap_group_if_ended(p->child.pid);  // and what it left in its group
+    if (!code) continue;
     p->running = false;
     if (watcher_) watcher_->forget(p->child.pid);
     p->child.in.reset();
-    events.exits.push_back({p->worker, exit_code_from_wait_status(status)});
+    events.exits.push_back({p->worker, *code});
   }
 }
 

@@ -52,7 +52,7 @@ class WorkerPool {
         : worker(w), remote(r), out(w.id(), Stream::kStdout, sink), err(w.id(), Stream::kStderr, sink) {}
     WorkerSlot worker;
     bool remote;
-    ChildProcess child;
+    os::Child child;
     bool running = true;
     std::optional<Clock::time_point> kill_at;
     LinePrefixer out, err;

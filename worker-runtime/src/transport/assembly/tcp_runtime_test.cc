@@ -184,9 +184,9 @@ TEST(TcpRuntime, TheEnvsHostGroupsRanksIntoHostsAndNamesThem) {
 void attack_store(int port, const std::atomic<bool>& stop, std::atomic<int>& attempts) {
   const tcp::Endpoint at{"127.0.0.1", port};
   const tcp::JobSecret wrong = *tcp::JobSecret::from_text("not-the-job-secret-at-all", "test");
-  std::vector<tcp::Fd> silent;
+  std::vector<os::Fd> silent;
   for (int i = 0; !stop; ++i) {
-    Result<tcp::Fd> fd = tcp::connect_to(at, tcp::SocketOptions{0}, tcp::deadline_after(0.2));
+    Result<os::Fd> fd = tcp::connect_to(at, tcp::SocketOptions{0}, tcp::deadline_after(0.2));
     if (!fd.is_ok()) continue;  // rank 0 has not started the store yet
     ++attempts;
     switch (i % 4) {

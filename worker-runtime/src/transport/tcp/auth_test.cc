@@ -22,10 +22,10 @@ JobSecret secret(const std::string& text) {
   return s.is_ok() ? std::move(s).value() : JobSecret();
 }
 
-std::pair<Fd, Fd> socket_pair() {
+std::pair<os::Fd, os::Fd> socket_pair() {
   int sv[2];
   EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-  return {Fd(sv[0]), Fd(sv[1])};
+  return {os::Fd(sv[0]), os::Fd(sv[1])};
 }
 
 std::string read_exactly(int fd, size_t n) {

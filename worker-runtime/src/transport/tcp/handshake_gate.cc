@@ -39,7 +39,7 @@ HandshakeGate::HandshakeGate(JobSecret secret, std::string purpose, size_t paylo
       log_(std::move(log)),
       clock_(clock) {}
 
-void HandshakeGate::close_rejected(Fd& fd, const std::string& peer, const std::string& why) {
+void HandshakeGate::close_rejected(os::Fd& fd, const std::string& peer, const std::string& why) {
   ++rejected_;
   // Logged before the close: whoever sees the connection end finds the line already written.
   if (log_ && rejected_ <= kLogFirst) {
@@ -50,7 +50,7 @@ void HandshakeGate::close_rejected(Fd& fd, const std::string& peer, const std::s
   fd.reset();
 }
 
-void HandshakeGate::admit(Fd fd) {
+void HandshakeGate::admit(os::Fd fd) {
   Status nonblocking = set_nonblocking(fd.get());
   Pending p{std::move(fd), "", ServerHandshake(secret_, purpose_, payload_bytes_), "", Deadline::after(timeout_seconds_, clock_)};
   p.peer = peer_address(p.fd.get());

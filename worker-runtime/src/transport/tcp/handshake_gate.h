@@ -31,7 +31,7 @@ using AuthLog = std::function<void(const std::string&)>;
 std::string peer_address(int fd);
 
 struct Admitted {
-  Fd fd;             // nonblocking, the handshake done
+  os::Fd fd;             // nonblocking, the handshake done
   std::string peer;  // its address
   std::string payload;
 };
@@ -46,7 +46,7 @@ class HandshakeGate {
 
   // A freshly accepted connection (made nonblocking here): the hello goes out at once. Call it
   // after progress() in a round (it may close the oldest pending connection).
-  void admit(Fd fd);
+  void admit(os::Fd fd);
   // Appends one pollfd per pending connection; returns how many.
   size_t add_poll_fds(std::vector<pollfd>& fds) const;
   // Moves the pending connections on with the revents poll() found for the `count` entries
@@ -63,7 +63,7 @@ class HandshakeGate {
 
  private:
   struct Pending {
-    Fd fd;
+    os::Fd fd;
     std::string peer;
     ServerHandshake handshake;
     std::string in;
@@ -71,7 +71,7 @@ class HandshakeGate {
   };
   // Reads what there is (never past the proof); true when the handshake is decided.
   bool step(Pending& p, std::vector<Admitted>& done);
-  void close_rejected(Fd& fd, const std::string& peer, const std::string& why);
+  void close_rejected(os::Fd& fd, const std::string& peer, const std::string& why);
 
   JobSecret secret_;
   std::string purpose_;

@@ -53,10 +53,10 @@ struct LogLines {
   }
 };
 
-Fd dial(const Endpoint& at) {
-  Result<Fd> fd = connect_to(at, SocketOptions{0}, deadline_after(5));
+os::Fd dial(const Endpoint& at) {
+  Result<os::Fd> fd = connect_to(at, SocketOptions{0}, deadline_after(5));
   EXPECT_TRUE(fd.is_ok()) << fd.status().to_string();
-  return fd.is_ok() ? std::move(fd).value() : Fd();
+  return fd.is_ok() ? std::move(fd).value() : os::Fd();
 }
 
 // Seconds until the server closes `fd` (reads and drops whatever it sends first); -1 if it is
@@ -76,13 +76,13 @@ double seconds_until_closed(int fd, double limit) {
 // A real client's handshake recorded on the way (a man in the middle that only listens): the
 // client -> server bytes of one successful connection through a relay.
 std::string record_real_store_handshake(const Endpoint& store, const JobSecret& secret) {
-  Result<Fd> listener = listen_on("127.0.0.1", 0, SocketOptions{0}, 4);
+  Result<os::Fd> listener = listen_on("127.0.0.1", 0, SocketOptions{0}, 4);
   EXPECT_TRUE(listener.is_ok());
   const Endpoint relay{"127.0.0.1", local_port(*listener)};
   std::string recorded;
   std::thread relay_thread([&] {
-    Result<Fd> from = accept_one(*listener, SocketOptions{0}, deadline_after(5));
-    Fd to = dial(store);
+    Result<os::Fd> from = accept_one(*listener, SocketOptions{0}, deadline_after(5));
+    os::Fd to = dial(store);
     if (!from.is_ok() || !to.valid()) return;
     for (;;) {
       pollfd p[2] = {{from->get(), POLLIN, 0}, {to.get(), POLLIN, 0}};
@@ -116,12 +116,12 @@ TEST(StoreUnderAttack, IntrudersAreClosedAndLoggedWhileRanksAreServed) {
   const std::string recorded = record_real_store_handshake(at, job_secret());
   ASSERT_EQ(recorded.size(), kMagicBytes + kNonceBytes + kMacBytes);
 
-  Fd silent = dial(at);                      // connects and says nothing
-  Fd half = dial(at);                        // the start of a proof, then nothing
+  os::Fd silent = dial(at);                      // connects and says nothing
+  os::Fd half = dial(at);                        // the start of a proof, then nothing
   ASSERT_TRUE(send_all(half.get(), "KRVC", 4, deadline_after(1), "store").is_ok());
-  Fd garbage = dial(at);
+  os::Fd garbage = dial(at);
   ASSERT_TRUE(send_all(garbage.get(), "GET / HTTP/1.0\r\n\r\n", 18, deadline_after(1), "store").is_ok());
-  Fd replay = dial(at);
+  os::Fd replay = dial(at);
   char hello[kHelloBytes];
   ASSERT_TRUE(recv_all(replay.get(), hello, sizeof hello, deadline_after(2), "store").is_ok());
   ASSERT_TRUE(send_all(replay.get(), recorded.data(), recorded.size(), deadline_after(1), "store").is_ok());
@@ -145,7 +145,7 @@ TEST(StoreUnderAttack, IntrudersAreClosedAndLoggedWhileRanksAreServed) {
   EXPECT_EQ(*(*a)->add("arrived", 2), 2);
   EXPECT_LT(Clock::now() - start, 500ms) << "a silent intruder held the ranks up";
 
-  for (Fd* fd : {&garbage, &replay}) EXPECT_GE(seconds_until_closed(fd->get(), 2), 0) << "not closed";
+  for (os::Fd* fd : {&garbage, &replay}) EXPECT_GE(seconds_until_closed(fd->get(), 2), 0) << "not closed";
   const double silent_closed = seconds_until_closed(silent.get(), 3);
   EXPECT_GE(silent_closed, 0) << "the silent connection was never closed";
   EXPECT_GE(seconds_until_closed(half.get(), 3), 0) << "the half handshake was never closed";
@@ -162,7 +162,7 @@ TEST(StoreUnderAttack, AFloodOfSilentConnectionsDoesNotKeepRanksOut) {
   Result<std::unique_ptr<StoreServer>> server = StoreServer::start("127.0.0.1", 0, job_secret(), log.sink(), 30.0);
   ASSERT_TRUE(server.is_ok());
   const Endpoint at{"127.0.0.1", (*server)->port()};
-  std::vector<Fd> flood;
+  std::vector<os::Fd> flood;
   for (size_t i = 0; i < kMaxPendingHandshakes + 40; ++i) flood.push_back(dial(at));
   Result<std::unique_ptr<StoreClient>> rank = StoreClient::connect(at, 5, "rank 0", job_secret());
   ASSERT_TRUE(rank.is_ok()) << rank.status().to_string();
@@ -182,7 +182,7 @@ std::string mesh_hello(int32_t set_id, int32_t rank) {
 std::string recorded_mesh_proof() {
   int sv[2];
   EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-  Fd client(sv[0]), server(sv[1]);
+  os::Fd client(sv[0]), server(sv[1]);
   std::string proof(kMagicBytes + kNonceBytes + 12 + kMacBytes, '\0');
   std::thread t([&] {
     ServerHandshake hs(job_secret(), "mesh", 12);
@@ -199,8 +199,8 @@ std::string recorded_mesh_proof() {
 
 // Opens the usual intruders against one listener (silent, garbage, no secret, a replayed proof);
 // they stay open until the vector goes.
-std::vector<Fd> intrude(const Endpoint& at, const std::string& recorded_proof) {
-  std::vector<Fd> held;
+std::vector<os::Fd> intrude(const Endpoint& at, const std::string& recorded_proof) {
+  std::vector<os::Fd> held;
   held.push_back(dial(at));  // silent
   held.push_back(dial(at));
   (void)send_all(held.back().get(), "\x16\x03\x01garbage", 10, deadline_after(1), "mesh");
@@ -217,7 +217,7 @@ TEST(MeshUnderAttack, RealPeersConnectWhileIntrudersAreRefused) {
   constexpr int n = 3;
   LogLines log;
   MeshAuth auth{job_secret(), log.sink(), 5.0, nullptr};
-  std::vector<Fd> listeners;
+  std::vector<os::Fd> listeners;
   std::vector<std::string> endpoints;
   for (int r = 0; r < n; ++r) {
     listeners.push_back(listen_on("127.0.0.1", 0, SocketOptions{}, 16).value());
@@ -225,7 +225,7 @@ TEST(MeshUnderAttack, RealPeersConnectWhileIntrudersAreRefused) {
   }
   const std::string proof = recorded_mesh_proof();
   std::mutex held_mu;
-  std::vector<Fd> held;  // the intruders' sockets, open until the test ends
+  std::vector<os::Fd> held;  // the intruders' sockets, open until the test ends
   std::vector<Status> insiders(2);
   // Rank r starts once the intruders of the ranks below it are through (stage >= r): every
   // attack meets a listener whose accept loop runs, and the silent ones are still pending when
@@ -233,20 +233,20 @@ TEST(MeshUnderAttack, RealPeersConnectWhileIntrudersAreRefused) {
   std::atomic<int> stage{0};
   auto attack = [&](int target) {
     const Endpoint at = *Endpoint::parse(endpoints[target]);
-    std::vector<Fd> fds = intrude(at, proof);
+    std::vector<os::Fd> fds = intrude(at, proof);
     std::vector<std::thread> ts;
     if (target == 0) {
       // Intruders that do know the secret (a rank of this job misbehaving) but claim what they are not.
       for (int i = 0; i < 2; ++i) {
         ts.emplace_back([&, i] {
-          Fd fd = dial(at);
+          os::Fd fd = dial(at);
           insiders[i] = authenticate_to_server(fd.get(), auth.secret, "mesh",
                                                i == 0 ? mesh_hello(7, 1) : mesh_hello(0, 9), deadline_after(3), "rank 0");
           seconds_until_closed(fd.get(), 3);
         });
       }
       ts.emplace_back([&] {
-        Fd fd = dial(at);
+        os::Fd fd = dial(at);
         EXPECT_FALSE(authenticate_to_server(fd.get(), job_secret("a-wrong-secret-of-some-length"), "mesh",
                                             mesh_hello(0, 1), deadline_after(3), "rank 0")
                          .is_ok());
@@ -254,7 +254,7 @@ TEST(MeshUnderAttack, RealPeersConnectWhileIntrudersAreRefused) {
     }
     for (auto& t : ts) t.join();
     std::lock_guard<std::mutex> lock(held_mu);
-    for (Fd& fd : fds) held.push_back(std::move(fd));
+    for (os::Fd& fd : fds) held.push_back(std::move(fd));
   };
   std::thread attacker([&] {
     attack(0);
@@ -263,12 +263,12 @@ TEST(MeshUnderAttack, RealPeersConnectWhileIntrudersAreRefused) {
     stage = 2;
   });
 
-  std::vector<std::vector<Fd>> peers(n);
+  std::vector<std::vector<os::Fd>> peers(n);
   std::vector<Status> status(n);
   const auto start = Clock::now();
   korovod::testing::run_ranks(n, [&](int r) {
     while (stage < r && Clock::now() - start < 10s) std::this_thread::sleep_for(1ms);
-    Result<std::vector<Fd>> p =
+    Result<std::vector<os::Fd>> p =
         connect_mesh(listeners[r], endpoints, r, 0, SocketOptions{}, 10.0, std::vector<int>{10, 11, 12}, auth);
     status[r] = p.status();
     if (p.is_ok()) peers[r] = std::move(p).value();

@@ -29,8 +29,9 @@ void MeshFamily::notify_all_but(const Mesh* failing, char notice) {
   }
 }
 
-Mesh::Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, double timeout_seconds, std::string label,
-           std::vector<std::string> names, std::shared_ptr<MeshFamily> family, std::shared_ptr<const Clock> clock)
+Mesh::Mesh(int rank, std::vector<os::Fd> peers, std::vector<int> global_ranks, double timeout_seconds,
+           std::string label, std::vector<std::string> names, std::shared_ptr<MeshFamily> family,
+           std::shared_ptr<const Clock> clock)
     : rank_(rank),
       peers_(std::move(peers)),
       global_ranks_(std::move(global_ranks)),
@@ -52,7 +53,7 @@ Mesh::~Mesh() {
 }
 
 void Mesh::send_notice(char notice) {
-  for (const Fd& fd : peers_) {
+  for (const os::Fd& fd : peers_) {
     if (fd.valid()) (void)send(fd.get(), &notice, 1, MSG_OOB | MSG_NOSIGNAL | MSG_DONTWAIT);
   }
 }
@@ -142,7 +143,7 @@ Status Mesh::fail(Status why, bool waited_out) {
     const Settled s = settle(notice);
     failed_ = Status(why.code(), fmt::format("{} on {}: {}{}{}", label_, peer_name(rank_), s.lost, why.message(), s.rest));
     has_failed_.store(true);
-    for (Fd& fd : peers_) {
+    for (os::Fd& fd : peers_) {
       if (fd.valid()) shutdown(fd.get(), SHUT_RDWR);
     }
   }

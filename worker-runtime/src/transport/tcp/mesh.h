@@ -61,7 +61,7 @@ class Mesh {
   // which start with `label` ("TCP backend", "TCP control plane"); names[r], when given, is what
   // errors call set rank r instead ("rank 4 on host a", TransportProvider::rank_name).
   // `clock` (null = the system's) times the no-progress bound: the runtime's Env.
-  Mesh(int rank, std::vector<Fd> peers, std::vector<int> global_ranks, double timeout_seconds,
+  Mesh(int rank, std::vector<os::Fd> peers, std::vector<int> global_ranks, double timeout_seconds,
        std::string label = "TCP backend", std::vector<std::string> names = {},
        std::shared_ptr<MeshFamily> family = nullptr, std::shared_ptr<const Clock> clock = nullptr);
   ~Mesh();
@@ -106,7 +106,7 @@ class Mesh {
   Settled settle(char notice);
 
   int rank_;
-  std::vector<Fd> peers_;
+  std::vector<os::Fd> peers_;
   std::vector<int> global_ranks_;
   std::vector<std::string> names_;
   double timeout_seconds_;
@@ -118,7 +118,7 @@ class Mesh {
   std::vector<char> notices_;
   Status failed_;
   std::vector<pollfd> fds_;  // scratch: one per peer, then the interrupt's eventfd
-  Fd wake_;                  // eventfd: readable once interrupted
+  os::Fd wake_;                  // eventfd: readable once interrupted
   std::atomic<bool> interrupted_{false};
   std::atomic<bool> waiting_{false};
   std::atomic<bool> has_failed_{false};  // failed_ is set (for interrupt(), from another thread)

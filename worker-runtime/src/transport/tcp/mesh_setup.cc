@@ -18,14 +18,14 @@ struct Hello {
 
 std::string encode(const Hello& h) { return std::string(reinterpret_cast<const char*>(&h), sizeof h); }
 
-Status connect_lower(std::vector<Fd>& peers, const std::vector<std::string>& endpoints, int me, int set_id,
+Status connect_lower(std::vector<os::Fd>& peers, const std::vector<std::string>& endpoints, int me, int set_id,
                      const SocketOptions& sock, Deadline deadline, const std::vector<int>& global_ranks,
                      const MeshAuth& auth) {
   for (int p = 0; p < me; ++p) {
     Result<Endpoint> at = Endpoint::parse(endpoints[p]);
     if (!at.is_ok()) return at.status();
     const std::string name = fmt::format("rank {}", global_ranks[p]);
-    Result<Fd> fd = connect_to(*at, sock, deadline);
+    Result<os::Fd> fd = connect_to(*at, sock, deadline);
     if (!fd.is_ok()) return Status::unknown(fmt::format("{}: {}", name, fd.status().message()));
     KOROVOD_RETURN_IF_ERROR(
         authenticate_to_server(fd->get(), auth.secret, "mesh", encode(Hello{kHandshakeMagic, set_id, me}), deadline, name));
@@ -35,7 +35,7 @@ Status connect_lower(std::vector<Fd>& peers, const std::vector<std::string>& end
 }
 
 // Why an authenticated connection's hello is not one this rank waits for ("" when it is).
-std::string unexpected(const Admitted& a, const std::vector<Fd>& peers, int me, int set_id) {
+std::string unexpected(const Admitted& a, const std::vector<os::Fd>& peers, int me, int set_id) {
   Hello h;
   std::memcpy(&h, a.payload.data(), sizeof h);
   const int n = static_cast<int>(peers.size());
@@ -46,7 +46,7 @@ std::string unexpected(const Admitted& a, const std::vector<Fd>& peers, int me, 
   return "";
 }
 
-std::string missing_ranks(const std::vector<Fd>& peers, int me, const std::vector<int>& global_ranks) {
+std::string missing_ranks(const std::vector<os::Fd>& peers, int me, const std::vector<int>& global_ranks) {
   std::string out;
   for (size_t r = static_cast<size_t>(me) + 1; r < peers.size(); ++r) {
     if (!peers[r].valid()) out += (out.empty() ? "" : ", ") + fmt::format("rank {}", global_ranks[r]);
@@ -54,7 +54,7 @@ std::string missing_ranks(const std::vector<Fd>& peers, int me, const std::vecto
   return out;
 }
 
-Status accept_higher(std::vector<Fd>& peers, const Fd& listener, int me, int set_id, const SocketOptions& sock,
+Status accept_higher(std::vector<os::Fd>& peers, const os::Fd& listener, int me, int set_id, const SocketOptions& sock,
                      Deadline deadline, const std::vector<int>& global_ranks, const MeshAuth& auth) {
   int missing = static_cast<int>(peers.size()) - 1 - me;
   if (missing == 0) return Status::ok();
@@ -86,7 +86,7 @@ Status accept_higher(std::vector<Fd>& peers, const Fd& listener, int me, int set
     }
     if (fds[0].revents & POLLIN) {
       for (;;) {
-        Result<Fd> fd = accept_waiting(listener, sock);
+        Result<os::Fd> fd = accept_waiting(listener, sock);
         if (!fd.is_ok()) return Status::unknown(fmt::format("accepting the higher ranks: {}", fd.status().message()));
         if (!fd->valid()) break;
         gate.admit(std::move(fd).value());
@@ -104,11 +104,11 @@ Status accept_higher(std::vector<Fd>& peers, const Fd& listener, int me, int set
 
 }  // namespace
 
-Result<std::vector<Fd>> connect_mesh(const Fd& listener, const std::vector<std::string>& endpoints, int me, int set_id,
-                                     const SocketOptions& sock, double timeout_seconds,
-                                     const std::vector<int>& global_ranks, const MeshAuth& auth) {
+Result<std::vector<os::Fd>> connect_mesh(const os::Fd& listener, const std::vector<std::string>& endpoints, int me,
+                                         int set_id, const SocketOptions& sock, double timeout_seconds,
+                                         const std::vector<int>& global_ranks, const MeshAuth& auth) {
   const Deadline deadline = Deadline::after(timeout_seconds > 0 ? timeout_seconds : 60.0, auth.clock.get());
-  std::vector<Fd> peers(endpoints.size());
+  std::vector<os::Fd> peers(endpoints.size());
   KOROVOD_RETURN_IF_ERROR(connect_lower(peers, endpoints, me, set_id, sock, deadline, global_ranks, auth));
   KOROVOD_RETURN_IF_ERROR(accept_higher(peers, listener, me, set_id, sock, deadline, global_ranks, auth));
   for (size_t p = 0; p < peers.size(); ++p) {

@@ -25,8 +25,8 @@ struct MeshAuth {
   std::shared_ptr<const Clock> clock;
 };
 
-Result<std::vector<Fd>> connect_mesh(const Fd& listener, const std::vector<std::string>& endpoints, int me, int set_id,
-                                     const SocketOptions& sock, double timeout_seconds,
-                                     const std::vector<int>& global_ranks, const MeshAuth& auth);
+Result<std::vector<os::Fd>> connect_mesh(const os::Fd& listener, const std::vector<std::string>& endpoints, int me,
+                                         int set_id, const SocketOptions& sock, double timeout_seconds,
+                                         const std::vector<int>& global_ranks, const MeshAuth& auth);
 
 }  // namespace korovod::tcp

@@ -30,7 +30,7 @@ bool contains(const std::string& text, const std::string& what) { return text.fi
 
 // A loopback port nobody listens on: connections to it are refused.
 int refused_port() {
-  Result<Fd> listener = listen_on("127.0.0.1", 0, SocketOptions{0});
+  Result<os::Fd> listener = listen_on("127.0.0.1", 0, SocketOptions{0});
   EXPECT_TRUE(listener.is_ok()) << listener.status().to_string();
   return listener.is_ok() ? local_port(*listener) : 1;
 }
@@ -62,7 +62,7 @@ TEST(SetupOnTheEnvsClock, ConnectingToTheStoreGivesUpAtItsBound) {
 
 TEST(SetupOnTheEnvsClock, AMeshGivesUpWaitingForAHigherRankAtItsBound) {
   auto env = std::make_shared<FakeEnv>();
-  Result<Fd> listener = listen_on("127.0.0.1", 0, SocketOptions{0});
+  Result<os::Fd> listener = listen_on("127.0.0.1", 0, SocketOptions{0});
   ASSERT_TRUE(listener.is_ok());
   const std::vector<std::string> endpoints = {"127.0.0.1:" + std::to_string(local_port(*listener)),
                                               "127.0.0.1:" + std::to_string(refused_port())};
@@ -94,9 +94,9 @@ TEST(SetupOnTheEnvsClock, TheStoreClosesASilentConnectionAtTheHandshakeBound) {
       if (contains(line, closed)) return true;
     return false;
   };
-  Fd silent;
+  os::Fd silent;
   const Status s = ends_at_bound(*env, milliseconds(20'000), [&] {
-    Result<Fd> fd = connect_to({"127.0.0.1", (*server)->port()}, SocketOptions{0}, deadline_after(5));
+    Result<os::Fd> fd = connect_to({"127.0.0.1", (*server)->port()}, SocketOptions{0}, deadline_after(5));
     if (!fd.is_ok()) return fd.status();
     silent = std::move(fd).value();  // says nothing, and stays open
     // The server's verdict comes on its own thread; this waits for it, in real time.

@@ -76,11 +76,6 @@ int Deadline::poll_ms(int cap_ms) const {
 Deadline deadline_after(double seconds) { return Deadline::after(seconds); }
 Deadline deadline_after(double seconds, const Clock& clock) { return Deadline::after(seconds, &clock); }
 
-void Fd::reset() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-}
-
 std::string Endpoint::to_string() const { return fmt::format("{}:{}", host, port); }
 
 Result<Endpoint> Endpoint::parse(const std::string& host_port) {
@@ -98,10 +93,10 @@ Result<Endpoint> Endpoint::parse(const std::string& host_port) {
   return e;
 }
 
-Result<Fd> listen_on(const std::string& host, int port, const SocketOptions& opts, int backlog) {
+Result<os::Fd> listen_on(const std::string& host, int port, const SocketOptions& opts, int backlog) {
   Result<sockaddr_in> addr = to_sockaddr(host, port);
   if (!addr.is_ok()) return addr.status();
-  Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  os::Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Status::unknown(fmt::format("socket: {}", errno_text(errno)));
   int one = 1;
   setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -113,18 +108,18 @@ Result<Fd> listen_on(const std::string& host, int port, const SocketOptions& opt
   return fd;
 }
 
-int local_port(const Fd& fd) {
+int local_port(const os::Fd& fd) {
   sockaddr_in addr{};
   socklen_t len = sizeof addr;
   if (getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) return 0;
   return ntohs(addr.sin_port);
 }
 
-Result<Fd> connect_to(const Endpoint& to, const SocketOptions& opts, Deadline deadline) {
+Result<os::Fd> connect_to(const Endpoint& to, const SocketOptions& opts, Deadline deadline) {
   Result<sockaddr_in> addr = to_sockaddr(to.host, to.port);
   if (!addr.is_ok()) return addr.status();
   for (auto pause = std::chrono::milliseconds(5);; pause = std::min(pause * 2, std::chrono::milliseconds(200))) {
-    Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    os::Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd.valid()) return Status::unknown(fmt::format("socket: {}", errno_text(errno)));
     tune(fd.get(), opts);
     if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) == 0) return fd;
@@ -136,17 +131,17 @@ Result<Fd> connect_to(const Endpoint& to, const SocketOptions& opts, Deadline de
   }
 }
 
-Result<Fd> accept_one(const Fd& listener, const SocketOptions& opts, Deadline deadline) {
+Result<os::Fd> accept_one(const os::Fd& listener, const SocketOptions& opts, Deadline deadline) {
   KOROVOD_RETURN_IF_ERROR(wait_ready(listener.get(), POLLIN, deadline, "waiting for a connection"));
-  Fd fd(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  os::Fd fd(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
   if (!fd.valid()) return Status::unknown(fmt::format("accept: {}", errno_text(errno)));
   tune(fd.get(), opts);
   return fd;
 }
 
-Result<Fd> accept_waiting(const Fd& listener, const SocketOptions& opts) {
+Result<os::Fd> accept_waiting(const os::Fd& listener, const SocketOptions& opts) {
   for (;;) {
-    Fd fd(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    os::Fd fd(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (fd.valid()) {
       tune(fd.get(), opts);
       return fd;
@@ -154,7 +149,7 @@ Result<Fd> accept_waiting(const Fd& listener, const SocketOptions& opts) {
     const int err = errno;
     if (err == EINTR) continue;
     // Gone before it was taken, or nothing there: no connection, and no reason to stop listening.
-    if (err == EAGAIN || err == EWOULDBLOCK || err == ECONNABORTED || err == EPROTO || err == EPERM) return Fd();
+    if (err == EAGAIN || err == EWOULDBLOCK || err == ECONNABORTED || err == EPROTO || err == EPERM) return os::Fd();
     return Status::unknown(fmt::format("accept: {}", errno_text(err)));
   }
 }

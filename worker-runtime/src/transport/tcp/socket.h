@@ -1,5 +1,5 @@
-// The POSIX socket seam of the TCP transport: an owning file descriptor, listen / connect with a
-// deadline, whole-buffer blocking I/O with a deadline (setup and the rendezvous store), and
+// The POSIX socket seam of the TCP transport: listen / connect with a deadline (sockets are
+// os::Fd, os/fd.h), whole-buffer blocking I/O with a deadline (setup and the rendezvous store), and
 // nonblocking partial I/O (the data plane). Every failure is a Status naming the peer.
 #pragma once
 
@@ -10,6 +10,7 @@
 
 #include "korovod/clock.h"
 #include "korovod/status.h"
+#include "os/fd.h"
 
 namespace korovod::tcp {
 
@@ -42,34 +43,6 @@ class Deadline {
 Deadline deadline_after(double seconds);
 Deadline deadline_after(double seconds, const Clock& clock);
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = o.release();
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  void reset();
-
- private:
-  int fd_ = -1;
-};
-
 struct Endpoint {
   std::string host;  // numeric IPv4 address
   int port = 0;
@@ -82,16 +55,16 @@ struct SocketOptions {
 };
 
 // A listening socket on `host` (numeric IPv4, "0.0.0.0" for any) and `port` (0: ephemeral).
-Result<Fd> listen_on(const std::string& host, int port, const SocketOptions& opts, int backlog = 64);
-int local_port(const Fd& fd);
+Result<os::Fd> listen_on(const std::string& host, int port, const SocketOptions& opts, int backlog = 64);
+int local_port(const os::Fd& fd);
 // Connects, retrying refused connections until `deadline` (the peer may not listen yet).
-Result<Fd> connect_to(const Endpoint& to, const SocketOptions& opts, Deadline deadline);
+Result<os::Fd> connect_to(const Endpoint& to, const SocketOptions& opts, Deadline deadline);
 // Accepts one connection or fails at `deadline`.
-Result<Fd> accept_one(const Fd& listener, const SocketOptions& opts, Deadline deadline);
-// Accepts a connection that is already waiting, on a nonblocking listener: an invalid Fd when
+Result<os::Fd> accept_one(const os::Fd& listener, const SocketOptions& opts, Deadline deadline);
+// Accepts a connection that is already waiting, on a nonblocking listener: an invalid os::Fd when
 // none is (or it was reset before it could be taken); an error only when accepting itself fails
 // (out of file descriptors).
-Result<Fd> accept_waiting(const Fd& listener, const SocketOptions& opts);
+Result<os::Fd> accept_waiting(const os::Fd& listener, const SocketOptions& opts);
 
 // Blocking-style whole-buffer I/O on a socket (works on blocking and nonblocking fds), failing at
 // `deadline`; `peer` names the other side in errors.

@@ -38,11 +38,12 @@ class StoreServer {
 
  private:
   struct Client {
-    Fd fd;
+    os::Fd fd;
     std::string in, out;
     std::vector<std::string> waiting_for;  // keys of parked gets, answered in order
   };
-  StoreServer(Fd listener, Fd wake_read, Fd wake_write, std::shared_ptr<const Clock> clock, HandshakeGate gate);
+  StoreServer(os::Fd listener, os::Fd wake_read, os::Fd wake_write, std::shared_ptr<const Clock> clock,
+              HandshakeGate gate);
   void serve();
   void accept_new();
   bool handle_input(Client& c);  // false: drop the client
@@ -50,7 +51,7 @@ class StoreServer {
   StoreResponse apply(const StoreRequest& r);
 
   // Constant after construction.
-  Fd listener_, wake_read_, wake_write_;
+  os::Fd listener_, wake_read_, wake_write_;
   int port_ = 0;
   std::shared_ptr<const Clock> clock_;  // the gate's
   // Owned by the serving thread.
@@ -79,7 +80,7 @@ class StoreClient {
   const Clock* clock() const { return clock_.get(); }
 
  private:
-  StoreClient(Fd fd, Endpoint server, std::string who, double timeout_seconds, std::shared_ptr<const Clock> clock)
+  StoreClient(os::Fd fd, Endpoint server, std::string who, double timeout_seconds, std::shared_ptr<const Clock> clock)
       : fd_(std::move(fd)),
         server_(std::move(server)),
         who_(std::move(who)),
@@ -88,7 +89,7 @@ class StoreClient {
   Result<std::string> call(const StoreRequest& r, double timeout_seconds);
 
   Mutex mu_;  // one request in flight at a time
-  Fd fd_ KOROVOD_GUARDED_BY(mu_);
+  os::Fd fd_ KOROVOD_GUARDED_BY(mu_);
   std::string buffer_ KOROVOD_GUARDED_BY(mu_);
   Endpoint server_;
   std::string who_;

@@ -10,7 +10,7 @@ Result<std::unique_ptr<StoreClient>> StoreClient::connect(const Endpoint& server
                                                           std::string who, const JobSecret& secret,
                                                           std::shared_ptr<const Clock> clock) {
   const Deadline deadline = Deadline::after(timeout_seconds, clock.get());
-  Result<Fd> fd = connect_to(server, SocketOptions{0}, deadline);
+  Result<os::Fd> fd = connect_to(server, SocketOptions{0}, deadline);
   if (!fd.is_ok()) {
     return Status::unknown(fmt::format("{}: cannot reach the rendezvous store within {} s: {}", who, timeout_seconds,
                                        fd.status().message()));

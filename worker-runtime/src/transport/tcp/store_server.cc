@@ -15,7 +15,7 @@ namespace korovod::tcp {
 Result<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& host, int port, JobSecret secret,
                                                         AuthLog log, double handshake_seconds,
                                                         std::shared_ptr<const Clock> clock) {
-  Result<Fd> listener = listen_on(host, port, SocketOptions{0}, 256);
+  Result<os::Fd> listener = listen_on(host, port, SocketOptions{0}, 256);
   if (!listener.is_ok()) return Status::unknown(fmt::format("rendezvous store: {}", listener.status().message()));
   KOROVOD_RETURN_IF_ERROR(set_nonblocking(listener->get()));
   int pipe_fds[2];
@@ -23,13 +23,13 @@ Result<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& host,
   const int bound = local_port(*listener);
   HandshakeGate gate(std::move(secret), "store", 0, fmt::format("rendezvous store on port {}", bound),
                      handshake_seconds, std::move(log), clock.get());
-  std::unique_ptr<StoreServer> s(new StoreServer(std::move(listener).value(), Fd(pipe_fds[0]), Fd(pipe_fds[1]),
+  std::unique_ptr<StoreServer> s(new StoreServer(std::move(listener).value(), os::Fd(pipe_fds[0]), os::Fd(pipe_fds[1]),
                                                  std::move(clock), std::move(gate)));
   s->thread_ = std::thread([raw = s.get()] { raw->serve(); });
   return s;
 }
 
-StoreServer::StoreServer(Fd listener, Fd wake_read, Fd wake_write, std::shared_ptr<const Clock> clock,
+StoreServer::StoreServer(os::Fd listener, os::Fd wake_read, os::Fd wake_write, std::shared_ptr<const Clock> clock,
                          HandshakeGate gate)
     : listener_(std::move(listener)),
       wake_read_(std::move(wake_read)),
@@ -113,7 +113,7 @@ void StoreServer::answer_parked() {
 
 void StoreServer::accept_new() {
   for (;;) {
-    Result<Fd> fd = accept_waiting(listener_, SocketOptions{0});
+    Result<os::Fd> fd = accept_waiting(listener_, SocketOptions{0});
     if (!fd.is_ok() || !fd->valid()) return;  // out of descriptors: the next round tries again
     gate_.admit(std::move(fd).value());
   }

@@ -123,9 +123,9 @@ std::pair<std::unique_ptr<Mesh>, std::unique_ptr<Mesh>> mesh_pair(double timeout
   int sv[2];
   EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
   EXPECT_TRUE(set_nonblocking(sv[0]).is_ok() && set_nonblocking(sv[1]).is_ok());
-  std::vector<Fd> a(2), b(2);
-  a[1] = Fd(sv[0]);
-  b[0] = Fd(sv[1]);
+  std::vector<os::Fd> a(2), b(2);
+  a[1] = os::Fd(sv[0]);
+  b[0] = os::Fd(sv[1]);
   return {std::make_unique<Mesh>(0, std::move(a), std::vector<int>{4, 9}, timeout_seconds),
           std::make_unique<Mesh>(1, std::move(b), std::vector<int>{4, 9}, timeout_seconds)};
 }
@@ -188,9 +188,9 @@ TEST(MeshTest, StalledPeerTimesOutAtTheBoundOnTheEnvsClock) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
   ASSERT_TRUE(set_nonblocking(sv[0]).is_ok());
-  std::vector<Fd> peers(2);
-  peers[1] = Fd(sv[0]);
-  Fd silent(sv[1]);  // rank 9's end: open, never written
+  std::vector<os::Fd> peers(2);
+  peers[1] = os::Fd(sv[0]);
+  os::Fd silent(sv[1]);  // rank 9's end: open, never written
   Mesh a(0, std::move(peers), std::vector<int>{4, 9}, 60.0, "TCP backend", {}, nullptr, env);
   std::vector<std::byte> buf(16);
   std::vector<PeerIo> io(2);
@@ -205,14 +205,14 @@ TEST(MeshTest, StalledPeerTimesOutAtTheBoundOnTheEnvsClock) {
 // named "rank r on host hr".
 std::vector<std::unique_ptr<Mesh>> tcp_meshes(int n, const std::vector<double>& timeouts,
                                               const std::vector<std::shared_ptr<MeshFamily>>& families = {}) {
-  std::vector<std::vector<Fd>> fds(n);
+  std::vector<std::vector<os::Fd>> fds(n);
   for (auto& row : fds) row.resize(n);
   for (int i = 0; i < n; ++i) {
     for (int j = i + 1; j < n; ++j) {
-      Result<Fd> listener = listen_on("127.0.0.1", 0, SocketOptions{});
+      Result<os::Fd> listener = listen_on("127.0.0.1", 0, SocketOptions{});
       EXPECT_TRUE(listener.is_ok()) << listener.status().to_string();
-      Result<Fd> out = connect_to({"127.0.0.1", local_port(*listener)}, SocketOptions{}, deadline_after(5));
-      Result<Fd> in = accept_one(*listener, SocketOptions{}, deadline_after(5));
+      Result<os::Fd> out = connect_to({"127.0.0.1", local_port(*listener)}, SocketOptions{}, deadline_after(5));
+      Result<os::Fd> in = accept_one(*listener, SocketOptions{}, deadline_after(5));
       EXPECT_TRUE(out.is_ok() && in.is_ok());
       EXPECT_TRUE(set_nonblocking(out->get()).is_ok() && set_nonblocking(in->get()).is_ok());
       fds[i][j] = std::move(out).value();

@@ -52,14 +52,14 @@ Result<std::unique_ptr<Backend>> TcpBackendProvider::create_flat(ControlChannel&
   Result<MeshAuth> auth = set_auth(ctl, options_);
   if (!auth.is_ok()) return auth.status();
   Result<std::string> address = choose_listen_address(options_.iface);
-  Result<Fd> listener = address.is_ok() ? listen_on(*address, 0, SocketOptions{options_.socket_buffer_bytes},
+  Result<os::Fd> listener = address.is_ok() ? listen_on(*address, 0, SocketOptions{options_.socket_buffer_bytes},
                                                     static_cast<int>(global_ranks.size()) + 8)
-                                        : Result<Fd>(address.status());
+                                        : Result<os::Fd>(address.status());
   const std::string mine = listener.is_ok() ? fmt::format("{}:{}", *address, local_port(*listener)) : "";
   Result<std::vector<std::string>> endpoints = agree(ctl, listener.status(), mine, global_ranks);
   if (!endpoints.is_ok()) return endpoints.status();
 
-  Result<std::vector<Fd>> peers = connect_mesh(*listener, *endpoints, ctl.rank(), set_id,
+  Result<std::vector<os::Fd>> peers = connect_mesh(*listener, *endpoints, ctl.rank(), set_id,
                                                SocketOptions{options_.socket_buffer_bytes}, options_.timeout_seconds,
                                                global_ranks, *auth);
   Result<std::vector<std::string>> done = agree(ctl, peers.status(), "connected", global_ranks);

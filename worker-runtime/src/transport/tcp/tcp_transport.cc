@@ -167,7 +167,7 @@ Result<std::unique_ptr<ControlChannel>> TcpTransportProvider::create_control(con
   const std::string prefix = fmt::format("{}ctl/{}/{}", key_prefix_, set_id, created_[set_id]++);
   Result<std::string> address = choose_listen_address(iface_);
   if (!address.is_ok()) return address.status();
-  Result<Fd> listener = listen_on(*address, 0, SocketOptions{}, static_cast<int>(global_ranks.size()) + 8);
+  Result<os::Fd> listener = listen_on(*address, 0, SocketOptions{}, static_cast<int>(global_ranks.size()) + 8);
   if (!listener.is_ok()) return listener.status();
   KOROVOD_RETURN_IF_ERROR(
       store_->set(fmt::format("{}/{}", prefix, info_.rank), fmt::format("{}:{}", *address, local_port(*listener))));
@@ -177,7 +177,7 @@ Result<std::unique_ptr<ControlChannel>> TcpTransportProvider::create_control(con
     if (!e.is_ok()) return e.status();
     endpoints.push_back(*e);
   }
-  Result<std::vector<Fd>> peers =
+  Result<std::vector<os::Fd>> peers =
       connect_mesh(*listener, endpoints, me, set_id, SocketOptions{}, timeout_seconds_, global_ranks, auth_);
   if (!peers.is_ok()) return peers.status();
   // No timeout on the control plane (as with MPI): ranks may idle between steps for any time; a
