@@ -10,7 +10,6 @@
 #include "kube/memory_client.h"
 #include "kube/fake_clock.h"
 #include "local/process/fake_process_launcher.h"
-#include "local/job_controller/job_controller.h"
 #include "local/process/process.h"
 #include "local/rsh/rsh_agent.h"
 
@@ -173,64 +172,6 @@ TEST(RestartBackoff, DoublesFromTheBaseUpToTheCap) {
   EXPECT_EQ(restart_backoff(4, ms(10'000), ms(300'000)), ms(160'000));
   EXPECT_EQ(restart_backoff(5, ms(10'000), ms(300'000)), ms(300'000));
   EXPECT_EQ(restart_backoff(1000, ms(10'000), ms(300'000)), ms(300'000));
-}
-
-// OnFailure: Kubernetes fails the Job once the active pod's container restarts reach
-// backoffLimit (pastBackoffLimitOnFailure), so backoffLimit 1 means one restart, two runs.
-TEST(JobControllerTest, OnFailureRestartsReachingTheLimitFailTheJob) {
-  kube::RealClock clock;
-  kube::MemoryClient client(clock);
-  JobController jobs(client, clock);
-  client.create(kube::resources::kJobs, "default",
-                {{"metadata", {{"name", "l"}}},
-                 {"spec", {{"backoffLimit", 1},
-                           {"template", {{"spec", {{"restartPolicy", "OnFailure"},
-                                                   {"containers", {{{"name", "c"}}}}}}}}}}});
-  jobs.sync_all();
-  auto pods = client.list(kube::resources::kPods, "default", {}).items;
-  ASSERT_EQ(pods.size(), 1u);
-  auto pod = pods[0];
-  pod["status"] = {{"phase", "Running"}, {"containerStatuses", {{{"name", "c"}, {"restartCount", 0}}}}};
-  client.update_status(kube::resources::kPods, "default", pod);
-  jobs.sync_all();
-  EXPECT_FALSE(client.get(kube::resources::kJobs, "default", "l")["status"].contains("conditions"));
-  pod = client.list(kube::resources::kPods, "default", {}).items[0];
-  pod["status"]["containerStatuses"][0]["restartCount"] = 1;
-  client.update_status(kube::resources::kPods, "default", pod);
-  jobs.sync_all();
-  auto job = client.get(kube::resources::kJobs, "default", "l");
-  ASSERT_EQ(job["status"]["conditions"].size(), 1u);
-  EXPECT_EQ(job["status"]["conditions"][0]["reason"], "BackoffLimitExceeded");
-  EXPECT_EQ(job["status"]["failed"], 1);  // the deleted pod, as the real controller counts it
-  EXPECT_TRUE(client.list(kube::resources::kPods, "default", {}).items.empty());  // deleted
-}
-
-TEST(JobControllerTest, RetriesUntilBackoffLimitThenFails) {
-  kube::RealClock clock;
-  kube::MemoryClient client(clock);
-  JobController jobs(client, clock);
-  client.create(kube::resources::kJobs, "default",
-                {{"metadata", {{"name", "l"}}},
-                 {"spec", {{"backoffLimit", 1},
-                           {"template", {{"spec", {{"restartPolicy", "Never"},
-                                                   {"containers", {{{"name", "c"}}}}}}}}}}});
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    jobs.sync_all();
-    auto pods = client.list(kube::resources::kPods, "default", {}).items;
-    ASSERT_EQ(pods.size(), size_t(attempt + 1));
-    for (auto& p : pods) {
-      EXPECT_EQ(p["metadata"]["labels"]["job-name"], "l");
-      p["status"] = {{"phase", "Failed"}};
-      client.update_status(kube::resources::kPods, "default", p);
-    }
-  }
-  jobs.sync_all();
-  auto job = client.get(kube::resources::kJobs, "default", "l");
-  EXPECT_EQ(job["status"]["failed"], 2);
-  ASSERT_EQ(job["status"]["conditions"].size(), 1u);
-  EXPECT_EQ(job["status"]["conditions"][0]["type"], "Failed");
-  EXPECT_EQ(job["status"]["conditions"][0]["reason"], "BackoffLimitExceeded");
-  EXPECT_EQ(client.list(kube::resources::kPods, "default", {}).items.size(), 2u);  // no third try
 }
 
 }  // namespace
