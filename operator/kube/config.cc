@@ -234,8 +234,8 @@ std::optional<Config> load_in_cluster(const ConfigEnvironment& env) {
   return c;
 }
 
-Config load_config(const std::string& explicit_kubeconfig, const ConfigEnvironment& env) {
-  if (!explicit_kubeconfig.empty()) return load_kubeconfig(explicit_kubeconfig);
+Config load_config(const std::string& explicit_kubeconfig, const ConfigEnvironment& env, const std::string& context) {
+  if (!explicit_kubeconfig.empty()) return load_kubeconfig(explicit_kubeconfig, context);
   if (const auto list = env.getenv("KUBECONFIG"); list && !list->empty()) {
     std::stringstream s(*list);
     std::vector<std::string> paths;
@@ -244,12 +244,12 @@ Config load_config(const std::string& explicit_kubeconfig, const ConfigEnvironme
           std::find(paths.begin(), paths.end(), path) == paths.end())
         paths.push_back(path);
     if (paths.empty()) throw ConfigError("KUBECONFIG=" + *list + ": none of its files exists");
-    return load_kubeconfigs(paths);
+    return load_kubeconfigs(paths, context);
   }
   if (auto in_cluster = load_in_cluster(env)) return *in_cluster;
   if (const auto home = env.getenv("HOME"); home && !home->empty()) {
     const std::string path = (fs::path(*home) / ".kube" / "config").string();
-    if (fs::exists(path)) return load_kubeconfig(path);
+    if (fs::exists(path)) return load_kubeconfig(path, context);
   }
   throw ConfigError(
       "no Kubernetes configuration: pass --kubeconfig, set KUBECONFIG, run in a cluster, or "

@@ -58,8 +58,10 @@ std::optional<Config> load_in_cluster(const ConfigEnvironment& env);
 
 // kubectl's precedence: `explicit_kubeconfig` (the --kubeconfig flag) > $KUBECONFIG (the
 // existing files of a ':'-separated list, merged as load_kubeconfigs) > in-cluster >
-// $HOME/.kube/config. Throws ConfigError when none applies.
-Config load_config(const std::string& explicit_kubeconfig, const ConfigEnvironment& env);
+// $HOME/.kube/config. `context` (kubectl's --context) picks a kubeconfig context other than its
+// current-context; in-cluster has none. Throws ConfigError when none applies.
+Config load_config(const std::string& explicit_kubeconfig, const ConfigEnvironment& env,
+                   const std::string& context = "");
 
 // The bearer token to send now. With a token_file, the file is re-read when its mtime changes
 // or a minute after the last read (projected service-account tokens rotate in place).

@@ -404,6 +404,18 @@ std::unique_ptr<WatchStream> RestClient::watch(const Resource& r, const std::str
                                                  impl_->clock_ptr);
 }
 
+std::string RestClient::get_text(const std::string& path_and_query) {
+  return impl_->send({http::methods::GET, path_and_query, "", "", true}, impl_->api).body;
+}
+
+std::unique_ptr<LineStream> RestClient::stream_text(const std::string& path_and_query) {
+  // cpprestsdk's timeout is one of inactivity: a training log may be quiet for hours.
+  client::http_client http = impl_->make_http_client(std::chrono::hours(24));
+  pplx::cancellation_token_source cancel;
+  Impl::Reply reply = impl_->send({http::methods::GET, path_and_query, "", "", true}, http, true, cancel.get_token());
+  return std::make_unique<rest::RestTextStream>(std::move(reply.response), std::move(cancel), impl_->clock_ptr);
+}
+
 Object RestClient::raw_get(const std::string& path_and_query) {
   Impl::Reply r = impl_->send({http::methods::GET, path_and_query, "", "", true}, impl_->api);
   try {

@@ -61,6 +61,17 @@ struct HttpRuntimeOptions {
 // started (a request was made before).
 void configure_http_runtime(const HttpRuntimeOptions& options);
 
+// The lines of a followed text body (RestClient::stream_text): next() blocks up to `timeout`
+// for the next line (without its newline); nullopt on timeout or once ended(); throws ApiError
+// when the stream fails. close() is thread-safe and unblocks next().
+class LineStream {
+ public:
+  virtual ~LineStream() = default;
+  virtual std::optional<std::string> next(std::chrono::milliseconds timeout) = 0;
+  virtual bool ended() const = 0;
+  virtual void close() = 0;
+};
+
 class RestClient final : public Client {
  public:
   explicit RestClient(Config config, RestClientOptions options = {});
@@ -86,6 +97,11 @@ class RestClient final : public Client {
   // A raw request for paths outside the resource model (e.g. "/version", "/readyz").
   // Returns the parsed JSON body (or the text as a JSON string); throws ApiError on non-2xx.
   Object raw_get(const std::string& path_and_query);
+  // The body as text, whatever it is (a pod's log: "/api/v1/namespaces/ns/pods/p/log").
+  std::string get_text(const std::string& path_and_query);
+  // The body as it streams, line by line (a pod's log with follow=true). No client-side
+  // timeout: it ends when the server ends it, or at close().
+  std::unique_ptr<LineStream> stream_text(const std::string& path_and_query);
 
  private:
   struct Impl;

@@ -18,7 +18,7 @@
 #include "controller/manager.h"
 #include "kube/memory_client.h"
 #include "kube/object_meta.h"
-#include "local/process/clock_sleep.h"
+#include "kube/clock_sleep.h"
 #include "local/docker/docker_container.h"
 #include "local/job_controller/job_controller.h"
 #include "local/pods/pod_runtime.h"
@@ -269,7 +269,7 @@ Outcome wait_for_outcome(kube::Client& client, kube::Clock& clock, JobController
   const std::string ns = kube::namespace_of(manifest), name = kube::name_of(manifest);
   Outcome outcome;
   while (outcome.name.empty()) {
-    sleep_for(clock, std::chrono::milliseconds(100));
+    kube::sleep_for(clock, std::chrono::milliseconds(100));
     jobs.sync_all();
     progress.poll();
     outcome.job = client.get(mpijob::kMPIJobs, ns, name);

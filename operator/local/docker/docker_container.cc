@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "kube/object_meta.h"
-#include "local/process/clock_sleep.h"
+#include "kube/clock_sleep.h"
 
 namespace local {
 namespace fs = std::filesystem;
@@ -196,7 +196,7 @@ std::vector<std::string> DockerNetwork::remove_all() {
       problems.push_back("network " + options_.network + ": " + said);
     }
     if (problems.empty() || clock_.steady_now() >= deadline) break;
-    sleep_for(clock_, std::chrono::milliseconds(250));
+    kube::sleep_for(clock_, std::chrono::milliseconds(250));
   }
   removed_ = problems.empty();
   return problems;

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "local/process/clock_sleep.h"
+#include "kube/clock_sleep.h"
 #include "local/pods/pod_runtime.h"
 
 namespace local {
@@ -137,7 +137,7 @@ int run_kubelet(kube::Client& client, kube::Clock& clock, ProcessLauncher& launc
   runtime.start();
   auto next = clock.steady_now() + o.heartbeat;
   while (!stop) {
-    sleep_for(clock, std::chrono::milliseconds(200));  // `stop` is a flag: polled
+    kube::sleep_for(clock, std::chrono::milliseconds(200));  // `stop` is a flag: polled
     if (stop) break;
     if (clock.steady_now() < next) continue;
     next = clock.steady_now() + o.heartbeat;

@@ -1,6 +1,6 @@
 #include "local/process/process_launcher.h"
 
-#include "local/process/clock_sleep.h"
+#include "kube/clock_sleep.h"
 
 #include <signal.h>
 
@@ -15,7 +15,7 @@ int stop_process(LaunchedProcess& process, std::chrono::milliseconds grace, kube
   const auto deadline = clock.steady_now() + grace;
   while (clock.steady_now() < deadline) {
     if (auto code = process.poll()) return *code;
-    sleep_until(clock, std::min(deadline, clock.steady_now() + std::chrono::milliseconds(20)));
+    kube::sleep_until(clock, std::min(deadline, clock.steady_now() + std::chrono::milliseconds(20)));
   }
   if (auto code = process.poll()) return *code;
   process.signal(SIGKILL);

@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "local/process/clock_sleep.h"
+#include "kube/clock_sleep.h"
 #include "os/children.h"
 
 namespace local {
@@ -21,7 +21,7 @@ int reap_all_children(std::chrono::milliseconds limit, kube::Clock& clock) {
     while ((r = waitpid(-1, &status, WNOHANG)) > 0) ++reaped;
     if (r < 0 && errno == ECHILD) return reaped;  // nothing left, not even a zombie
     if (clock.steady_now() >= deadline) return reaped;
-    sleep_for(clock, std::chrono::milliseconds(10));
+    kube::sleep_for(clock, std::chrono::milliseconds(10));
   }
 }
 

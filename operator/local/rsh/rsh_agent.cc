@@ -8,7 +8,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "local/process/clock_sleep.h"
+#include "kube/clock_sleep.h"
 #include "local/pods/pod_launch.h"
 
 namespace local {
@@ -95,7 +95,7 @@ int stop_rsh_processes(const std::filesystem::path& pod_dir, std::chrono::millis
   for (pid_t p : found) kill(p, SIGTERM);
   const auto deadline = clock.steady_now() + grace;
   while (!rsh_processes(pod_dir).empty() && clock.steady_now() < deadline) {
-    sleep_until(clock, std::min(deadline, clock.steady_now() + std::chrono::milliseconds(20)));
+    kube::sleep_until(clock, std::min(deadline, clock.steady_now() + std::chrono::milliseconds(20)));
   }
   for (pid_t p : rsh_processes(pod_dir)) kill(p, SIGKILL);
   return static_cast<int>(found.size());

@@ -10,17 +10,17 @@
 #include "kube/clock.h"
 #include "kube/mutex.h"
 
-namespace local {
+namespace kube {
 
-inline void sleep_until(kube::Clock& clock, std::chrono::steady_clock::time_point wake) {
-  kube::Mutex mu;
+inline void sleep_until(Clock& clock, std::chrono::steady_clock::time_point wake) {
+  Mutex mu;
   std::condition_variable never_notified;
-  kube::MutexLock lock(mu);
+  MutexLock lock(mu);
   clock.wait_until(lock, never_notified, wake, [] { return false; });
 }
 
-inline void sleep_for(kube::Clock& clock, std::chrono::steady_clock::duration d) {
+inline void sleep_for(Clock& clock, std::chrono::steady_clock::duration d) {
   sleep_until(clock, clock.steady_now() + d);
 }
 
-}  // namespace local
+}  // namespace kube
