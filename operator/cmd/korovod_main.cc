@@ -1,7 +1,9 @@
-// korovod: the user-facing binary of local mode (thin: parse flags, wire, run).
+// korovod: the user-facing binary (thin: parse flags, wire, run).
 //   korovod run FILE.yaml [--workers N] [--timeout D] [--keep] [--ssh] [--work-dir DIR]
 //                         [--runtime process|docker] [--docker PATH]
 //   korovod kubelet --kubeconfig FILE [--node-name N] [--work-dir DIR]
+//   korovod submit|get|logs|delete|top ...   (kubectl_verbs.h; also as kubectl-korovod, the
+//                                             kubectl plugin `kubectl korovod`)
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "cmd/kubectl_verbs.h"
 #include "cmd/shutdown_signals.h"
 #include "kube/config.h"
 #include "kube/rest_client.h"
@@ -124,14 +127,13 @@ void add_kubelet_command(CLI::App& app, CommandLine& c) {
 }
 
 // Called before any thread starts (pods unblock the signals again). The thread sets
-// `interrupted` on the first SIGINT or SIGTERM.
-void watch_signals(std::atomic<bool>& interrupted) {
+// `interrupted` on the first SIGINT or SIGTERM, saying what that does when `what` is given.
+void watch_signals(std::atomic<bool>& interrupted, const char* what) {
   sigset_t set = operator_cmd::block_shutdown_signals();
-  std::thread([set, &interrupted] {
+  std::thread([set, &interrupted, what] {
     int sig = 0;
     sigwait(&set, &sig);
-    std::cerr << "\nkorovod: " << (sig == SIGINT ? "interrupted" : "terminated")
-              << "; stopping every process of the job\n";
+    if (what) std::cerr << "\nkorovod: " << (sig == SIGINT ? "interrupted" : "terminated") << "; " << what << "\n";
     interrupted = true;
   }).detach();
 }
@@ -184,22 +186,33 @@ int serve_as_kubelet(CommandLine& c, kube::Clock& clock, local::ProcessLauncher&
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"korovod: run MPIJobs on this machine (local mode) or serve pods of a cluster"};
+  // As kubectl's plugin (kubectl-korovod on PATH), the same verbs under kubectl's name.
+  const bool plugin = fs::path(argv[0]).filename() == "kubectl-korovod";
+  CLI::App app{plugin ? "kubectl korovod: MPIJobs from a few flags, and what they are doing"
+                      : "korovod: run MPIJobs on this machine (local mode), submit and follow them on a cluster, "
+                        "or serve pods of a cluster",
+               plugin ? "kubectl korovod" : "korovod"};
   app.require_subcommand(1);
   CommandLine c;
-  add_run_command(app, c);
-  add_kubelet_command(app, c);
+  operator_cmd::KubectlCommandLine k;
+  if (!plugin) {
+    add_run_command(app, c);
+    add_kubelet_command(app, c);
+  }
+  operator_cmd::add_kubectl_verbs(app, k);
   CLI11_PARSE(app, argc, argv);
 
   std::atomic<bool> interrupted{false};
-  watch_signals(interrupted);
+  const bool local_mode = c.run_cmd && *c.run_cmd, kubelet = c.kubelet_cmd && *c.kubelet_cmd;
+  watch_signals(interrupted, local_mode || kubelet ? "stopping every process of the job" : nullptr);
   kube::RealClock clock;
   local::HostProcessLauncher launcher;
   try {
-    if (*c.run_cmd) return run_mpijob(c, clock, launcher, interrupted);
+    if (std::optional<int> code = operator_cmd::run_kubectl_verb(k, interrupted)) return *code;
+    if (local_mode) return run_mpijob(c, clock, launcher, interrupted);
     return serve_as_kubelet(c, clock, launcher, interrupted);
   } catch (const std::exception& e) {
-    std::cerr << "korovod: " << e.what() << "\n";
+    std::cerr << (plugin ? "kubectl korovod: " : "korovod: ") << e.what() << "\n";
     return 1;
   }
 }
