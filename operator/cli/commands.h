@@ -80,8 +80,10 @@ int get(kube::Client& api, const std::string& ns, const std::optional<std::strin
 // The jobs that have not finished, with their running time, in `ns` ("" = every namespace).
 int top(kube::Client& api, const std::string& ns, Io io);
 int remove_job(kube::Client& api, const std::string& ns, const std::string& name, Io io);
-// The launcher's log (its newest pod; one not started yet has none, and a note says so); with `rank`, only the lines the launcher tagged with that
-// rank (mpirun --tag-output "[1,R]<stdout>:", -prepend-rank "[R] ", korovodrun "[R]<stdout>:").
+// The launcher's log (its newest pod; one not started yet has none, and a note says so); with
+// `rank`, only the lines the launcher tagged with that rank (mpirun --tag-output
+// "[1,R]<stdout>:", -prepend-rank "[R] ", korovodrun "[R]<stdout>:"). NotFound (1) when the
+// MPIJob does not exist.
 int logs(kube::Client& api, PodLogs& logs, const std::string& ns, const std::string& name, std::optional<int> rank,
          bool follow, const std::atomic<bool>& interrupted, Io io);
 
