@@ -11,6 +11,10 @@
 #      headless Service); final test accuracy > 0.95 and the MPIJob Succeeded;
 #   3. kubectl delete mpijob leaves nothing: pods, services, secrets, configmaps, the launcher
 #      Job, the NetworkPolicy; on the node no task (and, at the end, no container) of its pods;
+#   3b. the same training from flags: `kubectl korovod submit digits-cli --workers 2 --image
+#      korovod-worker-cpu:0.1.0 --cpu 500m --follow -- pytorch_digits.py --epochs 3` streams the
+#      launcher's rank-tagged log and exits 0 at Succeeded; `kubectl korovod logs --rank 0|1`
+#      keeps one rank's lines; get says Succeeded; delete;
 #   4. tests/e2e/node/manifests/digits-worker-killed.yaml: a worker's container killed on the
 #      node (ctr task kill, SIGKILL) mid-run is handled as its runPolicy says (backoffLimit 3):
 #      the worker pod is recreated, the launcher restarted, and the job Succeeds;
@@ -32,7 +36,8 @@
 #                       examples/pytorch/pytorch_elastic_digits.py:/usr/local/bin/pytorch_elastic_digits.py)
 #   Both are workarounds for images that are behind the examples; the job manifests say how
 #   they were patched in the log.
-#   env KOROVOD_OPERATOR_IMAGE (default korovod-operator:dev)
+#   env KOROVOD_OPERATOR_IMAGE (default korovod-operator:dev), KOROVOD_BIN_DIR (default build/bin:
+#   kubectl-korovod)
 set -euo pipefail
 usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; }
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,6 +62,7 @@ while (($#)); do
   esac
 done
 operator_image=${KOROVOD_OPERATOR_IMAGE:-korovod-operator:dev}
+bin_dir=${KOROVOD_BIN_DIR:-$src/build/bin}   # kubectl-korovod (step 3b)
 worker_image=korovod-worker-cpu:0.1.0   # what the examples name
 [[ $(id -u) == 0 ]] || { echo "SKIP: a real node needs root"; exit 77; }
 command -v docker >/dev/null || { echo "SKIP: no docker client to take the images from"; exit 77; }
@@ -292,6 +298,30 @@ t0=$SECONDS
 delete_and_check pytorch-digits
 log "kubectl delete mpijob pytorch-digits: nothing of it left in the API, no task on the node"
 mark "delete mpijob to nothing left" "$t0"
+
+# --- 3b. the same training from a few flags: kubectl korovod ---------------------------------------
+t0=$SECONDS
+job=digits-cli
+[[ -x $bin_dir/kubectl-korovod ]] || fail "no $bin_dir/kubectl-korovod (build the korovod target)"
+log "kubectl korovod submit $job --follow (kubectl's plugin lookup of $bin_dir/kubectl-korovod)"
+PATH=$bin_dir:$PATH timeout 420 kubectl korovod submit "$job" -n "$ns" --workers 2 --image "$worker_image" \
+  --cpu 500m --follow -- pytorch_digits.py --epochs 3 >"$work/$job.out" 2>"$work/$job.err" ||
+  { cat "$work/$job.out" "$work/$job.err" >&2; fail "kubectl korovod submit $job --follow did not exit 0"; }
+grep -E '^\[1,0\]<stdout>:final test accuracy: ' "$work/$job.out" >/dev/null ||
+  { cat "$work/$job.out" >&2; fail "$job: --follow did not stream rank 0's final line, tagged [1,0]"; }
+for s in "mpijob $job: Created" "mpijob $job: Running" "mpijob $job: Succeeded"; do
+  grep -qF "korovod: $s" "$work/$job.err" || { cat "$work/$job.err" >&2; fail "$job: --follow did not say '$s'"; }
+done
+PATH=$bin_dir:$PATH kubectl korovod logs "$job" -n "$ns" --rank 0 >"$work/$job.rank0"
+PATH=$bin_dir:$PATH kubectl korovod logs "$job" -n "$ns" --rank 1 >"$work/$job.rank1"
+grep -qF "final test accuracy" "$work/$job.rank0" || fail "$job: logs --rank 0 lacks rank 0's final line"
+! grep -vE '^\[1,0\]' "$work/$job.rank0" >/dev/null || fail "$job: logs --rank 0 has other ranks' lines"
+! grep -vE '^\[1,1\]' "$work/$job.rank1" >/dev/null || fail "$job: logs --rank 1 has other ranks' lines"
+PATH=$bin_dir:$PATH kubectl korovod get "$job" -n "$ns" | grep -qF "State:       Succeeded" ||
+  fail "$job: kubectl korovod get does not say Succeeded"
+PATH=$bin_dir:$PATH kubectl korovod delete "$job" -n "$ns" >/dev/null
+log "$job: submitted, followed to Succeeded ($(grep -oE 'final test accuracy: [0-9.]+' "$work/$job.out")), logs by rank, deleted"
+mark "kubectl korovod submit --follow to Succeeded" "$t0"
 
 # --- 4. a worker killed mid-run, and the NetworkPolicy --------------------------------------------
 t0=$SECONDS
