@@ -103,6 +103,17 @@ void add_log_and_job_flags(CLI::App& app, Flags& f) {
   app.add_option("--network-policy-scraper-labels", f.network_policy_scraper_labels,
                  "The metrics scraper's pod labels, k=v,k2=v2 (empty with an empty namespace: no scraper rule)")
       ->check(match_labels_error);
+  app.add_option("--profiles-config-map", f.profiles_config_map,
+                 "namespace/name of the ConfigMap with the admins' profiles (korovod.io/profile; "
+                 "the Helm chart's profiles value); empty: no profiles")
+      ->check([](const std::string& v) -> std::string {
+        const auto slash = v.find('/');
+        if (v.empty() || (slash != std::string::npos && slash > 0 && slash + 1 < v.size() &&
+                          v.find('/', slash + 1) == std::string::npos)) {
+          return "";
+        }
+        return "want namespace/name, got \"" + v + "\"";
+      });
   app.add_option("--worker-create-concurrency", f.worker_create_concurrency,
                  "Worker pods of one MPIJob created in parallel")
       ->capture_default_str()->check(CLI::PositiveNumber);

@@ -34,6 +34,8 @@ struct Flags {
   std::string network_policy_scraper_namespace;
   std::string network_policy_scraper_labels;
   int worker_create_concurrency = 16;
+  // korovod: the admins' profiles (mpijob/profile.h), "namespace/name" of their ConfigMap; "" = none.
+  std::string profiles_config_map;
   bool version = false;
 };
 

@@ -66,6 +66,19 @@ TEST(Flags, NetworkPolicyModeAndScraper) {
   EXPECT_NE(bad_labels.output.find("k=v"), std::string::npos) << bad_labels.output;
 }
 
+TEST(Flags, ProfilesConfigMapIsNamespaceSlashName) {
+  EXPECT_EQ(parse({}).flags->profiles_config_map, "");
+  auto r = parse({"--profiles-config-map=korovod-system/korovod-profiles"});
+  ASSERT_TRUE(r.flags) << r.output;
+  EXPECT_EQ(r.flags->profiles_config_map, "korovod-system/korovod-profiles");
+  for (const char* bad : {"--profiles-config-map=korovod-profiles", "--profiles-config-map=/x",
+                          "--profiles-config-map=a/", "--profiles-config-map=a/b/c"}) {
+    auto b = parse({bad});
+    EXPECT_FALSE(b.flags) << bad;
+    EXPECT_NE(b.output.find("namespace/name"), std::string::npos) << bad << ": " << b.output;
+  }
+}
+
 TEST(Flags, NamespaceFromEnvAndFlagWins) {
   EXPECT_EQ(parse({}, "team").flags->namespaces, (std::vector<std::string>{"team"}));
   EXPECT_EQ(parse({"--namespace=x"}, "team").flags->namespaces, (std::vector<std::string>{"x"}));
@@ -85,7 +98,7 @@ TEST(Flags, BadValuesAndHelp) {
                         "--controller-queue-burst", "--cluster-domain", "--log-format",
                         "--log-level", "--network-profile", "--worker-create-concurrency",
                         "--version", "--master", "--network-policy", "--network-policy-scraper-namespace",
-                        "--network-policy-scraper-labels"}) {
+                        "--network-policy-scraper-labels", "--profiles-config-map"}) {
     EXPECT_NE(help.output.find(f), std::string::npos) << f;
   }
 }

@@ -122,6 +122,10 @@ mpijob::ReconcilerOptions reconciler_options(const operator_cmd::Flags& flags) {
   rec.build.network_policy.scraper_namespace = flags.network_policy_scraper_namespace;
   rec.build.network_policy.scraper_labels = mpijob::parse_match_labels(flags.network_policy_scraper_labels);
   rec.create_concurrency = flags.worker_create_concurrency;
+  if (const auto slash = flags.profiles_config_map.find('/'); slash != std::string::npos) {
+    rec.profiles_namespace = flags.profiles_config_map.substr(0, slash);
+    rec.profiles_name = flags.profiles_config_map.substr(slash + 1);
+  }
   return rec;
 }
 

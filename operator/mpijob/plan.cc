@@ -89,6 +89,15 @@ void plan_active(PlanContext& c, std::chrono::system_clock::time_point now) {
   }
 }
 
+// Step 5: the Created condition, once.
+void plan_created(PlanContext& c, const std::string& now_s) {
+  if (!c.update.status.conditions.empty()) return;
+  const std::string msg = "MPIJob " + c.job.ns() + "/" + c.job.name() + " is created.";
+  set_condition(c.update.status, "Created", "True", kReasonCreated, msg, now_s);
+  c.update.events.push_back({"Normal", kReasonCreated, msg});
+  c.update.counters.push_back(Counter::JobsCreated);
+}
+
 }  // namespace
 
 std::string resource_exists_message(const std::string& name, const std::string& kind) {
@@ -100,7 +109,6 @@ Plan plan(const kube::Object& obj, const Observed& observed, const BuildOptions&
           KeyGenerator& keys, std::chrono::system_clock::time_point now) {
   Plan p;
   MPIJob job(obj);
-  apply_defaults(job);
   if (auto m = job.managed_by(); m && *m != kManagedByMpiOperator) {
     p.skip = true;
     p.skip_reason = "managed by " + *m;
@@ -111,25 +119,31 @@ Plan plan(const kube::Object& obj, const Observed& observed, const BuildOptions&
     p.skip_reason = "being deleted";
     return p;
   }
+  // The admin profile fills what the job leaves unset, before the built-in defaults.
+  const ProfileChoice profile = choose_profile(job, observed.profiles);
+  BuildOptions build = opts;
+  if (profile.pinned) {
+    apply_profile(child(*profile.pinned, "values"), job);
+    build.network = profile_network(child(*profile.pinned, "values"), opts.network);
+  }
+  apply_defaults(job);
   StatusUpdate u;
   u.status = job.status();
   const JobStatus before = u.status;
-  PlanContext c{job, observed, opts, keys, p, u};
+  u.status.profile = profile.pinned;
+  PlanContext c{job, observed, build, keys, p, u};
   const std::string now_s = kube::format_time(now);
 
-  if (auto errs = all_errors(job, opts); !errs.empty() && !is_finished(u.status)) {
+  if (!profile.error_reason.empty() && !is_finished(u.status)) {
+    mark_failed(u, profile.error_reason, profile.error_message, now_s);
+  } else if (auto errs = all_errors(job, build); !errs.empty() && !is_finished(u.status)) {
     std::string msg = "Found validation errors: " + format_errors(errs);
     if (msg.size() > 1024) msg.resize(1024);
     mark_failed(u, kReasonValidationError, msg, now_s);
   } else if (is_finished(u.status) && u.status.completion_time) {
     plan_finished(c, now);
   } else {
-    if (u.status.conditions.empty()) {
-      const std::string msg = "MPIJob " + job.ns() + "/" + job.name() + " is created.";
-      set_condition(u.status, "Created", "True", kReasonCreated, msg, now_s);
-      u.events.push_back({"Normal", kReasonCreated, msg});
-      u.counters.push_back(Counter::JobsCreated);
-    }
+    plan_created(c, now_s);
     plan_active(c, now);
   }
   if (!(u.status == before)) p.status = status_to_json(u.status);

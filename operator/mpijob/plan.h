@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "mpijob/builders.h"
+#include "mpijob/profile.h"
 #include "mpijob/status.h"
 
 namespace mpijob {
@@ -32,6 +33,9 @@ struct Observed {
   std::optional<kube::Object> service, config_map, secret, pod_group;  // by name, any owner
   std::optional<kube::Object> network_policy;  // <job>-netpol, any owner (read unless the mode is off)
   PriorityLookup priority;  // PriorityClass values, for PodGroup minResources
+  // The admins' profiles (profile.h): read for a job that names one and has none pinned in
+  // its status yet; nullopt when this operator has no profiles configured (or did not read them).
+  std::optional<ProfileCatalog> profiles;
 };
 
 struct Action {

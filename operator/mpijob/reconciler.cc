@@ -102,11 +102,27 @@ Observed Reconciler::observe(const kube::Object& job_obj) {
   if (options_.build.network_policy.mode != NetworkPolicyMode::Off) {
     o.network_policy = cache_.get(kNetworkPolicies, ns, network_policy_name(job));
   }
+  o.profiles = read_profiles(job_obj);
   o.priority = [this](const std::string& pc) -> std::optional<int32_t> {
     auto obj = cache_.get(kube::resources::kPriorityClasses, "", pc);
     return obj ? member<int32_t>(*obj, "value") : std::nullopt;
   };
   return o;
+}
+
+std::optional<ProfileCatalog> Reconciler::read_profiles(const kube::Object& job_obj) {
+  const MPIJob job(job_obj);
+  if (options_.profiles_name.empty() || job.annotation(kAnnotationProfile).empty() ||
+      job.status().profile || is_finished(job.status())) {
+    return std::nullopt;
+  }
+  try {
+    return profiles_from_config_map(
+        client_.get(kube::resources::kConfigMaps, options_.profiles_namespace, options_.profiles_name));
+  } catch (const kube::ApiError& e) {
+    if (kube::is_not_found(e)) return ProfileCatalog{};  // configured, but none defined
+    throw;
+  }
 }
 
 void Reconciler::write_status(const kube::Object& job, const kube::Object& status) {

@@ -34,6 +34,10 @@ class Recorder {
 struct ReconcilerOptions {
   BuildOptions build;
   int create_concurrency = 32;  // worker pods created in parallel (fast fan-out)
+  // --profiles-config-map: the ConfigMap holding the admins' profiles (profile.h); empty name:
+  // no profiles. Read through the client (not a cache) once per job, at the first sync of a job
+  // that names a profile: afterwards the job's pinned copy is used.
+  std::string profiles_namespace, profiles_name;
 };
 
 struct Result {
@@ -54,6 +58,7 @@ class Reconciler {
 
  private:
   Observed observe(const kube::Object& job);
+  std::optional<ProfileCatalog> read_profiles(const kube::Object& job);
   void write_status(const kube::Object& job, const kube::Object& status);
   void apply(const kube::Object& job, const Plan& plan);
 

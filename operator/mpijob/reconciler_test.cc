@@ -187,5 +187,66 @@ TEST_F(ReconcilerTest, RefusedWorkerPodThrowsTheApiServersErrorUnchanged) {
   EXPECT_NO_THROW(get(kConfigMaps, "pi-config"));
 }
 
+// Profiles (profile.h): read through the client once, at the job's first sync; pinned after.
+class ReconcilerProfileTest : public ReconcilerTest {
+ protected:
+  ReconcilerProfileTest() {
+    client.set_request_observer([this](const kube::Request& r) {
+      if (r.verb == kube::Verb::Get && r.resource == kConfigMaps && r.name == "korovod-profiles") {
+        ++profile_reads;
+      }
+    });
+    client.create(kConfigMaps, "korovod-system",
+                  {{"metadata", {{"name", "korovod-profiles"}}},
+                   {"data", {{"cpu", R"({"image": "train:1", "nodeSelector": {"pool": "cpu"}})"}}}});
+  }
+  static ReconcilerOptions with_profiles() {
+    ReconcilerOptions o;
+    o.profiles_namespace = "korovod-system";
+    o.profiles_name = "korovod-profiles";
+    return o;
+  }
+  void create_profiled_job(const std::string& profile) {
+    kube::Object j = testing::pi_job();
+    j["metadata"]["annotations"][kAnnotationProfile] = profile;
+    j["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].erase("image");
+    create_job(j);
+  }
+  Reconciler profiled{client, cache, keys, recorder, clock, with_profiles()};
+  std::atomic<int> profile_reads{0};
+};
+
+TEST_F(ReconcilerProfileTest, ReadsTheProfileOnceAndRecreatedPodsKeepThePinnedOne) {
+  create_profiled_job("cpu");
+  profiled.reconcile("default", "pi");
+  EXPECT_EQ(profile_reads.load(), 1);
+  EXPECT_EQ(job()["status"]["profile"]["name"], "cpu");
+  EXPECT_EQ(get(kPods, "pi-worker-1")["spec"]["containers"][0]["image"], "train:1");
+  EXPECT_EQ(get(kPods, "pi-worker-1")["spec"]["nodeSelector"]["pool"], "cpu");
+  // The admin edits the profile; a worker pod is lost and recreated: it still matches its
+  // siblings, and the ConfigMap is not read again.
+  kube::Object cm = client.get(kConfigMaps, "korovod-system", "korovod-profiles");
+  cm["data"]["cpu"] = R"({"image": "train:2"})";
+  client.update(kConfigMaps, "korovod-system", cm);
+  client.remove(kPods, "default", "pi-worker-1", {});
+  profile_reads = 0;  // the test's own read above
+  profiled.reconcile("default", "pi");
+  EXPECT_EQ(get(kPods, "pi-worker-1")["spec"]["containers"][0]["image"], "train:1");
+  EXPECT_EQ(profile_reads.load(), 0);
+}
+
+TEST_F(ReconcilerProfileTest, UnknownProfileFailsTheJobAndCreatesNothing) {
+  create_profiled_job("gpu");
+  profiled.reconcile("default", "pi");
+  const kube::Object failed = job()["status"]["conditions"].back();
+  EXPECT_EQ(failed["type"], "Failed");
+  EXPECT_EQ(failed["reason"], "UnknownProfile");
+  EXPECT_EQ(failed["message"], "metadata.annotations[korovod.io/profile]: profile \"gpu\" does "
+                               "not exist; profiles: cpu");
+  EXPECT_THROW(get(kPods, "pi-worker-0"), kube::ApiError);
+  profiled.reconcile("default", "pi");  // a failed job does not read the profiles again
+  EXPECT_EQ(profile_reads.load(), 1);
+}
+
 }  // namespace
 }  // namespace mpijob

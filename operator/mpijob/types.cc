@@ -112,7 +112,8 @@ kube::Object replica_status_to_json(const ReplicaStatus& r) {
 
 constexpr const char* kKnownStatusKeys[] = {
     "conditions", "replicaStatuses",  "startTime",        "completionTime",
-    "lastReconcileTime", "restartCount", "restartedPodUIDs", "readyWorkers"};
+    "lastReconcileTime", "restartCount", "restartedPodUIDs", "readyWorkers",
+    "profile"};
 
 }  // namespace
 
@@ -130,6 +131,7 @@ JobStatus status_from_json(const kube::Object& j) {
   s.restarted_pod_uids =
       member<std::vector<std::string>>(j, "restartedPodUIDs").value_or(std::vector<std::string>{});
   s.ready_workers = member<int32_t>(j, "readyWorkers").value_or(0);
+  if (j.contains("profile") && j["profile"].is_object()) s.profile = j["profile"];
   s.extra = j;
   for (const char* k : kKnownStatusKeys) s.extra.erase(k);
   return s;
@@ -151,6 +153,7 @@ kube::Object status_to_json(const JobStatus& s) {
   if (s.restart_count != 0) j["restartCount"] = s.restart_count;
   if (!s.restarted_pod_uids.empty()) j["restartedPodUIDs"] = s.restarted_pod_uids;
   if (s.ready_workers != 0) j["readyWorkers"] = s.ready_workers;
+  if (s.profile) j["profile"] = *s.profile;
   return j;
 }
 

@@ -82,6 +82,9 @@ struct JobStatus {
   // korovod: the workers discover_hosts.sh lists (Running, Ready): an elastic job's training
   // workers. 0 once the job finished.
   int32_t ready_workers = 0;
+  // korovod: the admin profile the job was built with, pinned at its first sync:
+  // {"name": ..., "values": {...}} (profile.h).
+  std::optional<kube::Object> profile;
   kube::Object extra = kube::Object::object();  // unknown status fields, kept as they were
 
   bool operator==(const JobStatus&) const = default;
