@@ -42,6 +42,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
+{{/* The ConfigMap of the admins' profiles (templates/profiles.yaml). */}}
+{{- define "korovod.profilesConfigMap" -}}
+{{- printf "%s-profiles" (include "korovod.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{/* "true" when leader election is on: asked for, or more than one replica. */}}
 {{- define "korovod.leaderElect" -}}
 {{- if or .Values.leaderElection.enabled (gt (int .Values.replicaCount) 1) }}true{{ end }}

@@ -24,6 +24,7 @@ KNOWN_FLAGS = {
     "controller-queue-rate-limit", "controller-queue-burst", "cluster-domain", "log-format",
     "log-level", "network-profile", "worker-create-concurrency", "version", "help",
     "network-policy", "network-policy-scraper-namespace", "network-policy-scraper-labels",
+    "profiles-config-map",
 }
 NAMESPACED_KINDS = {"Deployment", "ServiceAccount", "Service", "Role", "RoleBinding",
                     "PodDisruptionBudget", "ServiceMonitor", "ConfigMap", "Secret"}
@@ -180,9 +181,11 @@ def rule_grants(rule, group, resource, verb, name=None):
     return not names or (name is not None and name in names)
 
 
-def condition_holds(when, leader, gang, network_policy="off"):
+def condition_holds(when, leader, gang, network_policy="off", profiles=False):
     if not when:
         return True
+    if when == "profiles":
+        return profiles
     if when == "networkPolicy":
         return network_policy != "off"
     if when == "leaderElect":
@@ -194,7 +197,7 @@ def condition_holds(when, leader, gang, network_policy="off"):
     raise ValueError(f"unknown condition {when!r} in operator-rbac.json")
 
 
-def check_rbac(docs, values, ns, sa_name, leader):
+def check_rbac(docs, values, ns, sa_name, leader, profiles_cm=None):
     with open(os.path.join(HERE, "operator-rbac.json")) as f:
         required = json.load(f)["rules"]
     gang = values["operator"]["gangScheduling"]
@@ -216,7 +219,8 @@ def check_rbac(docs, values, ns, sa_name, leader):
 
     needed = set()
     for entry in required:
-        if not condition_holds(entry.get("when"), leader, gang, values["networkPolicy"]["mode"]):
+        if not condition_holds(entry.get("when"), leader, gang, values["networkPolicy"]["mode"],
+                               bool(values["profiles"])):
             continue
         group, res = entry["group"], entry["resource"]
         if entry["scope"] == "cluster":
@@ -225,7 +229,8 @@ def check_rbac(docs, values, ns, sa_name, leader):
             targets = [ns]
         else:
             targets = watch if watch else [None]
-        names = [n for n in entry.get("resourceNames", []) if n in crd_names] or [None]
+        names = [profiles_cm if n == "<profiles-config-map>" else n
+                 for n in entry.get("resourceNames", []) if n in crd_names or n == "<profiles-config-map>"] or [None]
         for verb in entry["verbs"]:
             needed.add((group, res, verb))
             for t in targets:
@@ -250,8 +255,44 @@ def check_rbac(docs, values, ns, sa_name, leader):
     check(not extra, "RBAC grants nothing beyond operator-rbac.json for this scenario", ", ".join(sorted(extra)))
     if scope == "namespaced":
         role_ns = sorted(d["metadata"]["namespace"] for d in docs if d["kind"] == "Role"
-                         and not d["metadata"]["name"].endswith("-leader-election"))
+                         and not d["metadata"]["name"].endswith(("-leader-election", "-profiles")))
         check(role_ns == sorted(watch), f"one workload Role per watched namespace {watch}", str(role_ns))
+
+
+def check_profiles(docs, values, ns, dep, cm_name):
+    """The admin profiles (docs/profiles.md): ConfigMap, flag, admission policy and binding."""
+    profiles = values["profiles"] or {}
+    args = parse_args(dep["spec"]["template"]["spec"]["containers"][0].get("args", []))
+    cms = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == cm_name]
+    policies = [d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"]
+    bindings = [d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding"]
+    if not profiles:
+        check(not cms and not policies and not bindings and "profiles-config-map" not in args,
+              "no profiles: no profiles ConfigMap, admission policy or --profiles-config-map")
+        return
+    check(args.get("profiles-config-map") == [f"{ns}/{cm_name}"], f"--profiles-config-map={ns}/{cm_name}",
+          str(args.get("profiles-config-map")))
+    if not check(len(cms) == 1, f"one ConfigMap {cm_name}"):
+        return
+    data = cms[0].get("data") or {}
+    check(sorted(data) == sorted(profiles), "one ConfigMap key per profile", str(sorted(data)))
+    for name, want in profiles.items():
+        check(json.loads(data.get(name, "null")) == want, f"profile {name} is its values as JSON", data.get(name))
+    want_policy = values["profileAdmissionPolicy"]["enabled"]
+    check(len(policies) == (1 if want_policy else 0) and len(bindings) == len(policies),
+          f"admission policy and binding {'rendered' if want_policy else 'absent'}")
+    if not policies or not bindings:
+        return
+    pol, bind = policies[0], bindings[0]
+    check(pol["spec"]["paramKind"] == {"apiVersion": "v1", "kind": "ConfigMap"}, "policy params are a ConfigMap")
+    check(bind["spec"]["policyName"] == pol["metadata"]["name"], "binding names the policy")
+    check(bind["spec"]["paramRef"]["name"] == cm_name and bind["spec"]["paramRef"]["namespace"] == ns,
+          "binding's params are the profiles ConfigMap", str(bind["spec"]["paramRef"]))
+    check(bind["spec"]["validationActions"] == ["Deny"], "binding denies")
+    watch = values["watchNamespaces"]
+    sel = bind["spec"].get("matchResources", {}).get("namespaceSelector", {}).get("matchExpressions", [])
+    got = sel[0]["values"] if sel else []
+    check(sorted(got) == sorted(watch), f"binding limited to watchNamespaces {watch}", str(got))
 
 
 def labels_match(selector, labels):
@@ -293,7 +334,9 @@ def main():
     check(sa is not None, "one ServiceAccount")
     sa_name = pod["spec"].get("serviceAccountName")
     check(sa is not None and sa["metadata"]["name"] == sa_name, "the pod runs as the chart's ServiceAccount")
-    check_rbac(docs, values, ns, sa_name, leader)
+    profiles_cm = dep["metadata"]["name"] + "-profiles"
+    check_rbac(docs, values, ns, sa_name, leader, profiles_cm)
+    check_profiles(docs, values, ns, dep, profiles_cm)
 
     pdb = one(docs, "PodDisruptionBudget")
     if replicas > 1:
