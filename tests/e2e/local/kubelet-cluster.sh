@@ -11,6 +11,7 @@
 # token`): a verb missing from the chart's RBAC fails the job or shows as a 403 in the log.
 # Skips (77) when korovod-operator has not been built.
 source "$(dirname "$0")/lib.sh"
+source "$KOROVOD_SOURCE_DIR/tests/support/chart-operator.sh"
 : "${KUBECONFIG:?}"
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
 chart_rbac=""
@@ -66,40 +67,9 @@ else
     --set-string nodeSelector.korovod-test-no-such-node=true --set leaderElection.enabled=true --set rbac.scope="$chart_rbac" \
     --set "watchNamespaces={$ns}" --set operator.logLevel=debug --wait=false >"$TEST_DIR/helm.log" 2>&1 ||
     { cat "$TEST_DIR/helm.log"; fail "helm install --set rbac.scope=$chart_rbac"; }
-  sa=$(k -n "$release_ns" get deployment -l app.kubernetes.io/instance="$release" \
-    -o jsonpath='{.items[0].spec.template.spec.serviceAccountName}')
-  [[ -n $sa ]] || fail "the chart's Deployment names no serviceAccountName"
-  mapfile -t chart_args < <(k -n "$release_ns" get deployment -l app.kubernetes.io/instance="$release" \
-    -o jsonpath='{range .items[0].spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}')
-  [[ ${#chart_args[@]} -gt 0 ]] || fail "the chart's Deployment has no operator args"
-  args=()
-  for a in "${chart_args[@]}"; do
-    case $a in  # probe ports are the pod's; here any free port will do
-      --health-port=*) args+=(--health-port=0) ;;
-      --monitoring-port=*) args+=(--monitoring-port=0) ;;
-      *) args+=("$a") ;;
-    esac
-  done
-  # A kubeconfig that authenticates as the chart's ServiceAccount only: the admin kubeconfig's
-  # server and CA, a bound token from the TokenRequest API, no client certificate.
-  token=$(k -n "$release_ns" create token "$sa" --duration=1h) || fail "kubectl create token $sa"
-  server=$(k config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
-  k config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' |
-    base64 -d >"$TEST_DIR/ca.crt"
-  [[ -s $TEST_DIR/ca.crt ]] || cp "$(k config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')" "$TEST_DIR/ca.crt"
-  sak() { KUBECONFIG=$TEST_DIR/sa.kubeconfig "$KUBECTL" "$@"; }
-  sak config set-cluster test --server="$server" --certificate-authority="$TEST_DIR/ca.crt" --embed-certs=true >/dev/null
-  sak config set-credentials sa --token="$token" >/dev/null
-  sak config set-context sa --cluster=test --user=sa >/dev/null
-  sak config use-context sa >/dev/null
-  whoami=$(sak auth whoami -o jsonpath='{.status.userInfo.username}')
-  [[ $whoami == "system:serviceaccount:$release_ns:$sa" ]] || fail "the token authenticates as '$whoami'"
-  sak -n "$ns" auth can-i delete secrets >/dev/null 2>&1 && echo "the chart's RBAC lets $sa delete secrets in $ns"
-  echo "operator: $whoami, args: ${args[*]}"
-  # KUBECONFIG (the env var) wins over --kubeconfig; POD_* as the Deployment's downward API sets them.
-  KUBECONFIG=$TEST_DIR/sa.kubeconfig POD_NAME=$release-test POD_NAMESPACE=$release_ns \
-    "$OPERATOR" "${args[@]}" >"$TEST_DIR/operator.log" 2>&1 &
-  pids+=($!)
+  start_chart_operator "$KUBECTL" "$OPERATOR" "$release_ns" "$release" "$TEST_DIR" "$TEST_DIR/operator.log" ||
+    fail "cannot start korovod-operator as the chart's ServiceAccount"
+  pids+=("$CHART_OPERATOR_PID")
 fi
 "$KOROVOD" kubelet --kubeconfig "$KUBECONFIG" --node-name "$node" --work-dir "$TEST_DIR/kubelet" \
   >"$TEST_DIR/kubelet.log" 2>&1 &
