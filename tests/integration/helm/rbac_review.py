@@ -6,7 +6,7 @@ name exactly, also for resources the server does not serve yet (the MPIJob and P
 need not be installed), which `kubectl auth can-i` cannot.
 
 usage: rbac_review.py --kubectl PATH --namespace SA_NS --sa NAME [--leader] [--gang G]
-                      [--watched NS,NS] [--network-policy] [--deny "VERB GROUP RESOURCE[/SUB] NAMESPACE|- [NAME]"]...
+                      [--watched NS,NS] [--network-policy] [--profiles CONFIGMAP] [--deny "VERB GROUP RESOURCE[/SUB] NAMESPACE|- [NAME]"]...
 Prints one ok/FAIL line per question and "N passed, N failed"; exits 1 on any failure.
 """
 import argparse
@@ -18,7 +18,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def needed(rules, leader, gang, watched, lock_ns, network_policy=False):
+def needed(rules, leader, gang, watched, lock_ns, network_policy=False, profiles=""):
     """(verb, group, resource, subresource, namespace or "", name or "") the operator needs."""
     crds = ["mpijobs.kubeflow.org"]
     if gang:
@@ -33,6 +33,8 @@ def needed(rules, leader, gang, watched, lock_ns, network_policy=False):
             continue
         if when == "networkPolicy" and not network_policy:
             continue
+        if when == "profiles" and not profiles:
+            continue
         res, _, sub = r["resource"].partition("/")
         if r["scope"] == "cluster":
             targets = [""]
@@ -40,7 +42,8 @@ def needed(rules, leader, gang, watched, lock_ns, network_policy=False):
             targets = [lock_ns]
         else:
             targets = watched or [""]  # "" namespace = every namespace
-        names = [n for n in r.get("resourceNames", []) if n in crds] or [""]
+        names = [profiles if n == "<profiles-config-map>" else n
+                 for n in r.get("resourceNames", []) if n in crds or n == "<profiles-config-map>"] or [""]
         for verb in r["verbs"]:
             for ns in targets:
                 for name in names:
@@ -82,13 +85,15 @@ def main():
     ap.add_argument("--gang", default="")
     ap.add_argument("--watched", default="")
     ap.add_argument("--network-policy", action="store_true", help="networkPolicy.mode is not off")
+    ap.add_argument("--profiles", default="", help="the profiles ConfigMap (the chart's profiles value is set)")
     ap.add_argument("--deny", action="append", default=[])
     a = ap.parse_args()
     with open(os.path.join(HERE, "operator-rbac.json")) as f:
         rules = json.load(f)["rules"]
     user = f"system:serviceaccount:{a.namespace}:{a.sa}"
     watched = [w for w in a.watched.split(",") if w]
-    questions = [(q, True) for q in needed(rules, a.leader, a.gang, watched, a.namespace, a.network_policy)]
+    questions = [(q, True) for q in needed(rules, a.leader, a.gang, watched, a.namespace, a.network_policy,
+                                                   a.profiles)]
     questions += [(parse_deny(d), False) for d in a.deny]
     body = {"apiVersion": "v1", "kind": "List", "items": [review(user, a.namespace, q) for q, _ in questions]}
     proc = subprocess.run([a.kubectl, "create", "-f", "-", "-o", "json"], input=json.dumps(body),
