@@ -108,6 +108,10 @@ void add_run_command(CLI::App& app, CommandLine& c) {
                   "network of the job's own, workers' sshd reached over real ssh; every "
                   "container and the network are removed at the end)")
       ->check(CLI::IsMember({"process", "docker"}));
+  cmd->add_option("--profiles", c.run.profiles,
+                  "the admins' profiles the job may pick with korovod.io/profile: the Helm chart's "
+                  "values file, or just its profiles map (docs/profiles.md)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--docker", c.run.docker,
                   "the docker CLI for --runtime docker (default: docker from PATH; it honours "
                   "DOCKER_HOST)");

@@ -23,6 +23,7 @@
 #include "local/job_controller/job_controller.h"
 #include "local/pods/pod_runtime.h"
 #include "local/rsh/ssh_mode.h"
+#include "local/manifest/profiles.h"
 #include "local/manifest/yaml_json.h"
 #include "mpijob/builders.h"
 #include "mpijob/defaults.h"
@@ -228,11 +229,12 @@ void adjust_launch(const RunOptions& o, const kube::Object& manifest, const fs::
 // retries, events) goes to a file; progress lines tell the story.
 class InProcessOperator {
  public:
+  // with_profiles: the run has the profiles ConfigMap (kProfilesConfigMap) in the job's namespace.
   InProcessOperator(kube::Client& client, kube::Clock& clock, const std::string& ns,
-                    const fs::path& log_path)
+                    const fs::path& log_path, bool with_profiles)
       : log_file_(log_path),
         log_(log_file_, controller::LogFormat::Text, controller::LogLevel::Info, clock),
-        manager_(client, options(ns, log_), clock),
+        manager_(client, options(ns, log_, with_profiles), clock),
         thread_([this](std::stop_token stop) { manager_.run(stop); }) {}
 
   void stop() {
@@ -241,9 +243,14 @@ class InProcessOperator {
   }
 
  private:
-  static controller::ManagerOptions options(const std::string& ns, controller::Logger& log) {
+  static controller::ManagerOptions options(const std::string& ns, controller::Logger& log,
+                                            bool with_profiles) {
     controller::ManagerOptions mo;
     mo.namespaces = {ns};
+    if (with_profiles) {
+      mo.reconciler.profiles_namespace = ns;
+      mo.reconciler.profiles_name = kProfilesConfigMap;
+    }
     mo.threadiness = 1;
     mo.log = &log;
     return mo;
@@ -306,6 +313,13 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
               std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted) {
   const std::optional<kube::Object> obj = read_valid_mpijob(o, err);
   if (!obj) return kExitInvalid;
+  std::optional<kube::Object> profiles;
+  try {
+    profiles = profiles_config_map(o.profiles, *obj);
+  } catch (const std::invalid_argument& e) {
+    err << "korovod: " << o.manifest.string() << ": " << e.what() << "\n";
+    return kExitInvalid;
+  }
   const kube::Object& meta = obj->at("metadata");
   const std::string ns = meta.at("namespace"), name = meta.value("name", "");
   const auto start = clock.steady_now();
@@ -338,11 +352,12 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
     ++container_restarts;
     progress.say(fmt::format("pod {}: container {} restarted (restart {})", pod, container, count));
   };
+  if (profiles) client.create(kube::resources::kConfigMaps, ns, *profiles);
   client.create(mpijob::kMPIJobs, ns, *obj);
   progress.say("MPIJob " + ns + "/" + name + " created (work dir " + work.string() + ", " +
                connection_summary(o, ro) + ")");
 
-  InProcessOperator controller(client, clock, ns, work / "operator.log");
+  InProcessOperator controller(client, clock, ns, work / "operator.log", profiles.has_value());
   PodRuntime runtime(client, clock, launcher, ro);
   runtime.start();
   JobController jobs(client, clock);

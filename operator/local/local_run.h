@@ -41,6 +41,8 @@ struct RunOptions {
   // reads), taken from the host's by main; pods get none of it.
   EnvList docker_env;
   std::string run_id;  // labels the run's containers and network; "": a random one
+  // --profiles: the admins' profiles (a Helm values file or its profiles map); "": none.
+  std::filesystem::path profiles;
 };
 
 // Exit codes of `korovod run`.

@@ -142,6 +142,17 @@ ProfileCatalog profiles_from_config_map(const Object& config_map) {
   return c;
 }
 
+Object profiles_config_map_data(const Object& profiles_or_values) {
+  const Object& by_name = profiles_or_values.contains("profiles") ? profiles_or_values["profiles"]
+                                                                  : profiles_or_values;
+  if (!by_name.is_object()) throw std::invalid_argument("profiles: must be a map of profiles by name");
+  Object data = Object::object();
+  for (const auto& [name, profile] : by_name.items()) {
+    data[name] = parse_profile(name, profile.dump()).dump();
+  }
+  return data;
+}
+
 std::string profile_names(const ProfileCatalog& catalog) {
   std::map<std::string, bool> all;
   for (const auto& [n, p] : catalog.profiles) all[n] = true;

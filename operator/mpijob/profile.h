@@ -37,6 +37,11 @@ kube::Object parse_profile(const std::string& name, const std::string& json_text
 // The catalog in a ConfigMap's data (each key a profile name, each value its JSON).
 ProfileCatalog profiles_from_config_map(const kube::Object& config_map);
 
+// The ConfigMap data for profiles given by name, as the Helm chart renders its profiles value
+// (each profile as JSON). Accepts the profiles map itself or a values file holding it under
+// `profiles`. Throws std::invalid_argument naming the profile and field of the first bad one.
+kube::Object profiles_config_map_data(const kube::Object& profiles_or_values);
+
 // "a, b" (sorted, invalid ones included), or "none are defined".
 std::string profile_names(const ProfileCatalog& catalog);
 

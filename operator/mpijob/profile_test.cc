@@ -79,6 +79,22 @@ TEST(ProfileCatalog, KeepsInvalidEntriesApartAndListsAllNamesSorted) {
   EXPECT_EQ(profile_names(ProfileCatalog{}), "none are defined");
 }
 
+TEST(ProfileCatalog, ConfigMapDataFromAValuesFileOrTheProfilesMapAsTheChartRendersIt) {
+  const Object profiles = {{"cpu", {{"image", "cpu:1"}, {"gpusPerWorker", 0}}}};
+  const Object want = {{"cpu", R"({"gpusPerWorker":0,"image":"cpu:1"})"}};
+  EXPECT_EQ(profiles_config_map_data(profiles), want);
+  EXPECT_EQ(profiles_config_map_data({{"profiles", profiles}, {"replicaCount", 1}}), want);
+  EXPECT_EQ(profiles_from_config_map({{"data", want}}).profiles.at("cpu")["image"], "cpu:1");
+  try {
+    profiles_config_map_data({{"gpu", {{"gpus", 8}}}});
+    ADD_FAILURE() << "an unknown field was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "profile \"gpu\": gpus: unknown field (want image, mpiImplementation, "
+                           "gpusPerWorker, workerResources, launcherResources, tolerations, "
+                           "nodeSelector, schedulerName or network)");
+  }
+}
+
 TEST(ApplyProfile, FillsEverythingAJobLeavesUnset) {
   MPIJob job = bare_job();
   apply_profile(a100(), job);
