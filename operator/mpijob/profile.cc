@@ -1,8 +1,9 @@
 #include "mpijob/profile.h"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
-#include <vector>
+#include <string_view>
 
 #include "mpijob/defaults.h"
 
@@ -35,11 +36,10 @@ void check_resources(const std::string& profile, const std::string& field, const
 
 void check_network(const std::string& profile, const Object& v) {
   if (!v.is_object()) bad(profile, "network", "must be a map");
+  constexpr std::array<std::string_view, 7> known = {
+      "profile", "ncclIbHca", "ncclIbGidIndex", "ncclSocketIfname", "ncclNetGdrLevel",
+      "rdmaDevices", "rdmaResource"};
   for (const auto& [k, x] : v.items()) {
-    static const std::vector<std::string> known = {"profile",       "ncclIbHca",
-                                                   "ncclIbGidIndex", "ncclSocketIfname",
-                                                   "ncclNetGdrLevel", "rdmaDevices",
-                                                   "rdmaResource"};
     if (std::find(known.begin(), known.end(), k) == known.end()) {
       bad(profile, "network." + k, "unknown field");
     }
