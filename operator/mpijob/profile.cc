@@ -45,8 +45,8 @@ void check_network(const std::string& profile, const Object& v) {
     }
     if (!x.is_string()) bad(profile, "network." + k, "must be a string");
   }
-  try {
-    profile_network(Object{{"network", v}}, NetworkProfile{});
+  try {  // the kind, and the RDMA resource's "<name>: <count>" form, as a job's annotations are
+    resolve_network_profile(MPIJob(Object::object()), profile_network(Object{{"network", v}}, {}));
   } catch (const std::invalid_argument& e) {
     bad(profile, "network", e.what());
   }

@@ -56,6 +56,7 @@ TEST(ParseProfile, AcceptsEveryFieldAndRejectsUnknownOnesNamingProfileAndField) 
       {R"({"nodeSelector": {"gpu": 1}})", "nodeSelector.gpu: must be a string"},
       {R"({"network": {"profile": "warp"}})", "network: unknown network profile \"warp\""},
       {R"({"network": {"hca": "mlx5_0"}})", "network.hca: unknown field"},
+      {R"({"network": {"rdmaResource": ": 1"}})", "network: rdma resource \": 1\": want \"<name>: <count>\""},
       {R"(["image"])", "(value): must be a map"},
       {R"({"image": )", "(value): not valid JSON"},
   };
