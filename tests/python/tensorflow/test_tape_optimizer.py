@@ -7,6 +7,7 @@ import tensorflow as tf
 import keras
 
 import korovod.keras as hvd_keras
+import korovod.tensorflow.keras as hvd_tf_keras
 import korovod.tensorflow as hvd
 from tf_helpers import MODES, check_on_all_ranks, check_results, run
 
@@ -113,6 +114,36 @@ def test_keras_optimizer_applies_the_averaged_gradient(mode):
     check_on_all_ranks(isinstance(optimizer, keras.optimizers.SGD) and type(optimizer).__name__ == "SGD",
                        lambda: f"wrapper is {type(optimizer)}")
     check_results([(f"v{i}", v, np.full(v.shape, -_mean_weight() * (i + 1))) for i, v in enumerate(variables)])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("package", [hvd_keras, hvd_tf_keras], ids=["keras", "tensorflow.keras"])
+@pytest.mark.parametrize("scale_local", [True, False])
+def test_keras_partial_optimizer_leaves_local_layers_local(package, scale_local, mode):
+    """Horovod's PartialDistributedOptimizer: the local layer's weights get this rank's own
+    gradient (divided by the size when scale_local_gradients), the shared one the average."""
+    local_layer = keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")
+    local_layer.build((None, 2))
+    shared = tf.Variable(tf.zeros([2]))
+    optimizer = package.PartialDistributedOptimizer(keras.optimizers.SGD(learning_rate=1.0),
+                                                    local_layers=local_layer, scale_local_gradients=scale_local)
+    variables = [shared, local_layer.kernel]
+
+    def step():
+        with tf.GradientTape() as tape:
+            loss = (tf.reduce_sum(local_layer(tf.ones([1, 2]))) + tf.reduce_sum(shared)) * float(hvd.rank() + 1)
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+
+    run(mode, step)
+    local = float(hvd.rank() + 1) / (hvd.size() if scale_local else 1)
+    check_results([("shared", shared, np.full(2, -_mean_weight())), ("local", local_layer.kernel,
+                                                                      np.full([2, 1], -local))])
+
+
+def test_keras_partial_optimizer_refuses_a_non_layer():
+    with pytest.raises(ValueError, match=r"local_layers\[1\] is a \w*Variable"):
+        hvd_keras.PartialDistributedOptimizer(keras.optimizers.SGD(), local_layers=[keras.layers.Dense(1),
+                                                                                    tf.Variable(0.0)])
 
 
 @pytest.mark.parametrize("mode", MODES)

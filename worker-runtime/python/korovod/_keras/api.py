@@ -13,7 +13,7 @@ import numpy as np
 
 from korovod._keras import callbacks, elastic
 from korovod._keras.compression import Compression
-from korovod._keras.optimizer import DistributedOptimizer
+from korovod._keras.optimizer import DistributedOptimizer, PartialDistributedOptimizer
 from korovod.common import numpy_ops
 from korovod.common.basics import (Average, Sum, ccl_built, cross_rank, cross_size, cuda_built, ddl_built,
                                    gloo_built, gloo_enabled, init, is_homogeneous, is_initialized, local_rank,
@@ -101,7 +101,8 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None, compressio
 
 
 __all__ = [
-    "Average", "Compression", "DistributedOptimizer", "HorovodInternalError", "ProcessSet", "Sum",
+    "Average", "Compression", "DistributedOptimizer", "HorovodInternalError", "PartialDistributedOptimizer",
+    "ProcessSet", "Sum",
     "add_process_set", "allgather", "allreduce", "broadcast", "broadcast_global_variables", "callbacks",
     "ccl_built", "cross_rank", "cross_size", "cuda_built", "ddl_built", "gloo_built", "gloo_enabled",
     "global_process_set", "init", "is_homogeneous", "is_initialized", "load_model", "local_rank", "local_size",

@@ -139,3 +139,33 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     distributed._korovod_setup(reducer, backward_passes_per_step, average_aggregated_gradients, process_set,
                                scale_local_gradients)
     return distributed
+
+
+def PartialDistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="",
+                                compression=Compression.none, sparse_as_dense=False, gradient_predivide_factor=1.0,
+                                op=Average, backward_passes_per_step=1, average_aggregated_gradients=False,
+                                groups=None, process_set=global_process_set, local_layers=None,
+                                scale_local_gradients=True):
+    """DistributedOptimizer whose `local_layers` (a keras.layers.Layer or a list of them) keep
+    their gradients unreduced, as Horovod's: their trainable weights are registered with
+    register_local_var, so each rank applies its own gradient of them (divided by the process
+    set's size when scale_local_gradients, Horovod's default). Without local_layers it is
+    DistributedOptimizer. The other arguments are DistributedOptimizer's."""
+    if local_layers is None:
+        local_layers = []
+    elif isinstance(local_layers, keras.layers.Layer):
+        local_layers = [local_layers]
+    else:
+        local_layers = list(local_layers)
+        for i, layer in enumerate(local_layers):
+            if not isinstance(layer, keras.layers.Layer):
+                raise ValueError(f"local_layers[{i}] is a {type(layer).__name__}: all local layers must be of "
+                                 "keras.layers.Layer type")
+    distributed = DistributedOptimizer(optimizer, name, device_dense, device_sparse, compression, sparse_as_dense,
+                                       gradient_predivide_factor, op, backward_passes_per_step,
+                                       average_aggregated_gradients, groups=groups, process_set=process_set,
+                                       scale_local_gradients=scale_local_gradients)
+    for layer in local_layers:
+        for var in layer.trainable_weights:
+            distributed.register_local_var(var)
+    return distributed
