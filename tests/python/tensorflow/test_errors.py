@@ -63,5 +63,25 @@ def test_an_argument_the_runtime_refuses_is_invalid_argument_eagerly_and_in_a_gr
     _still_works()
 
 
+def test_an_unknown_process_set_is_a_value_error_as_horovods():
+    """Horovod's allreduce asks process_set.size() first: ValueError for a set the runtime does not
+    know (its test_horovod_allreduce_process_set_id_error), eagerly, in a tf.function, grouped."""
+    fake = hvd.ProcessSet([0])
+    fake.process_set_id = 10  # as Horovod's test does: an id no one registered
+    tensor = tf.ones([4])
+
+    @tf.function
+    def in_graph(x):
+        return hvd.allreduce(x, process_set=fake)
+
+    for label, action in [("eager", lambda: hvd.allreduce(tensor, process_set=fake)),
+                          ("tf.function", lambda: in_graph(tensor)),
+                          ("grouped", lambda: hvd.grouped_allreduce([tensor], process_set=fake)),
+                          ("unregistered", lambda: hvd.allreduce(tensor, process_set=hvd.ProcessSet([0])))]:
+        text = raises_on_all_ranks(ValueError, action)
+        check_on_all_ranks("10" in text or "registered" in text, lambda: f"{label}: error text: {text}")
+    _still_works()
+
+
 def test_horovods_private_executing_eagerly_is_there():
     assert hvd._executing_eagerly() is True

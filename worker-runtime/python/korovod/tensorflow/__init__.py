@@ -51,6 +51,16 @@ def _resolve_op(op, average):
     return Average
 
 
+def _check_registered(process_set) -> None:
+    """ValueError unless the runtime knows process_set, before any op is made: Horovod's allreduce
+    and grouped_allreduce ask process_set.size() first, which raises ValueError for a set that was
+    never registered (or was removed), where the op would fail with InvalidArgumentError."""
+    if process_set.process_set_id is None:
+        raise ValueError(f"process_set: {process_set} has not been registered (pass it to hvd.init(process_sets=...) "
+                         "or hvd.add_process_set())")
+    process_set.size()  # ValueError naming the id for a set the runtime does not know
+
+
 def _sparse_allreduce(slices: List[tf.IndexedSlices], op, prescale_factor, postscale_factor, process_set,
                       ignore_name_scope) -> List[tf.IndexedSlices]:
     """An allreduce of tf.IndexedSlices as Horovod does it: allgather values and indices; all of
@@ -81,6 +91,7 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="", compressi
     device_dense/device_sparse are accepted and ignored: the op runs on the tensor's device."""
     del device_dense, device_sparse
     op = _resolve_op(op, average)
+    _check_registered(process_set)
     if isinstance(tensor, tf.IndexedSlices):
         return _sparse_allreduce([tensor], op, prescale_factor, postscale_factor, process_set, ignore_name_scope)[0]
     compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
@@ -98,6 +109,7 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="", 
     if not tensors:
         return tensors
     op = _resolve_op(op, average)
+    _check_registered(process_set)
     result = [None] * len(tensors)
     dense = [i for i, t in enumerate(tensors) if not isinstance(t, tf.IndexedSlices)]
     sparse = [i for i, t in enumerate(tensors) if isinstance(t, tf.IndexedSlices)]
