@@ -198,6 +198,10 @@ def test_process_set_of_the_even_ranks(mode):
     require_ranks(2)
     evens = hvd.add_process_set([k for k in range(hvd.size()) if k % 2 == 0])
     try:
+        # Horovod's private table, which its test_tensorflow_process_sets_dynamic.py reads.
+        table = hvd.mpi_ops._basics._get_process_set_ids_and_ranks()
+        expected = {0: list(range(hvd.size())), evens.process_set_id: evens.ranks}
+        check_on_all_ranks(table == expected, lambda: f"process set table {table}, expected {expected}")
         if hvd.rank() % 2 == 0:
             result = run(mode, lambda x: hvd.allreduce(x, op=hvd.Sum, process_set=evens), tf.fill([3], 1.0))
             ok = np.allclose(result.numpy(), evens.size())

@@ -42,6 +42,14 @@ def test_process_set_queries_and_equality(halves):
                        and other.size() is None and other.rank() is None, lambda: "equality")
 
 
+def test_horovods_private_process_set_table(halves):
+    """hvd.mpi_ops._basics._get_process_set_ids_and_ranks(), which Horovod's process-set tests read."""
+    mine, ranks = halves
+    table = hvd.mpi_ops._basics._get_process_set_ids_and_ranks()
+    check_on_all_ranks(table.get(0) == list(range(hvd.size())) and table.get(mine.process_set_id) == ranks
+                       and len(table) == 3, lambda: f"table {table}")
+
+
 def test_every_op_within_a_set(halves):
     mine, ranks = halves
     me = ranks.index(hvd.rank())

@@ -239,3 +239,14 @@ def remove_process_set_id(process_set_id: int) -> None:
     code = rt.lib.korovod_remove_process_set(rt.ptr, process_set_id)
     if code != _lib.OK:
         raise last_error(rt, code)
+
+
+class RuntimeBasics:
+    """What Horovod's tests ask of `hvd.mpi_ops._basics` (Horovod's HorovodBasics object, one per
+    framework module): the process set table, through the same private name. Stateless: every
+    call asks the runtime."""
+
+    @staticmethod
+    def _get_process_set_ids_and_ranks() -> Dict[int, List[int]]:
+        """{id: global ranks} of every process set the runtime knows (Horovod's internal call)."""
+        return process_set_table()

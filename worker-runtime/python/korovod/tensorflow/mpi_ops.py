@@ -19,10 +19,13 @@ from korovod.common.basics import (Adasum, Average, Max, Min, Product, Sum, ccl_
 from korovod.common.basics import check_reduce_op
 from korovod.common.process_sets import process_set_included as _process_set_included
 from korovod.common.process_sets import process_set_size as _process_set_size
-from korovod.common.process_sets import (ProcessSet, _temp_process_set_object, add_process_set,
+from korovod.common.process_sets import (ProcessSet, RuntimeBasics, _temp_process_set_object, add_process_set,
                                          global_process_set, remove_process_set)
 from korovod.tensorflow import _eager, _graph
 from korovod.tensorflow._native import names_for_group
+
+# Horovod's module-level HorovodBasics; its process-set tests call _basics._get_process_set_ids_and_ranks().
+_basics = RuntimeBasics()
 
 __all__ = [
     "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet", "global_process_set", "add_process_set",

@@ -19,11 +19,15 @@ from korovod.common.basics import (Adasum, Average, Max, Min, Product, Sum, ccl_
                                    mpi_threads_supported, nccl_built, rank, rocm_built, shutdown, size,
                                    start_timeline, stop_timeline)
 from korovod.common.exceptions import HorovodInternalError
-from korovod.common.process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from korovod.common.process_sets import (ProcessSet, RuntimeBasics, add_process_set, global_process_set,
+                                         remove_process_set)
 from korovod.torch import _autograd
 from korovod.torch import _collectives as _ops
 from korovod.torch import _native
 from korovod.torch.compression import Compression, NoneCompressor
+
+# Horovod's module-level HorovodBasics; its process-set tests call _basics._get_process_set_ids_and_ranks().
+_basics = RuntimeBasics()
 
 __all__ = [
     "Average", "Sum", "Adasum", "Min", "Max", "Product", "HorovodInternalError", "ProcessSet",
