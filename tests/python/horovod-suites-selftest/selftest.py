@@ -72,8 +72,8 @@ def main(build_dir: str, python: str) -> int:
             (tree / rel).parent.mkdir(parents=True, exist_ok=True)
             (tree / rel).write_text(text)
         got = subprocess.run([sys.executable, str(SOURCE_DIR / "scripts" / "horovod-suites"), "--horovod-src",
-                              str(tree), "--suite", "torch", "--framework", "torch1.13", "--python", f"torch1.13={python}",
-                              "--launcher", "mpirun",
+                              str(tree), "--suite", "torch", "--framework", "torch1.13",
+                              "--python", f"torch1.13={python}", "--launcher", "mpirun",
                               "--build-dir", build_dir, "--out", str(Path(tmp) / "out"), "--timeout", "300"],
                              capture_output=True, text=True)
     print(got.stdout + got.stderr)
