@@ -134,6 +134,7 @@ Engine::CycleResult Engine::run_cycle(Env::TimePoint give_up_at, bool shutdown) 
       input.requests = set.queue.pop_requests();
       input.shutdown = shutdown;
       input.set_change_pending = set.id == 0 && sets_.change_pending();
+      const bool input_had_change = input.set_change_pending;
       if (set.id == 0) input.param_update = params_->take_outgoing();
       Result<CycleOutput> out = set.negotiator->run_cycle(std::move(input));
       if (!out.is_ok()) return stop(out.status());
@@ -143,6 +144,7 @@ Engine::CycleResult Engine::run_cycle(Env::TimePoint give_up_at, bool shutdown) 
       if (set.id == 0) {
         c.shutdown = out->shutdown;
         c.apply_change = out->apply_set_change;
+        c.refuse_changes = input_had_change && out->any_joined && !out->apply_set_change;
         c.param_update = std::move(out->param_update);
       }
     }
@@ -192,6 +194,15 @@ bool Engine::finish_cycle(Status* error) {
   }
   params_pending_ = params_->has_outgoing();
   if (c.apply_change) apply_set_change();
+  // A joined rank waits in join() until every rank joins and submits no set change, while this
+  // rank waits in add/remove_process_set: neither could ever return. Fail the change instead.
+  if (c.refuse_changes) {
+    const Status refused = Status::precondition(
+        "add_process_set/remove_process_set: a rank has joined (it waits in join() for every rank to "
+        "join) and cannot take part in the process set change; change process sets before join() or "
+        "after it returns");
+    for (auto& change : sets_.take_all_changes()) change.done->set_value(refused);
+  }
   return true;
 }
 

@@ -148,6 +148,7 @@ class Engine {
     size_t next = 0;                                // planned[next] runs next
     bool shutdown = false;                          // from the global set's negotiation
     bool apply_change = false;
+    bool refuse_changes = false;  // set changes pending here while a rank has joined
     std::string param_update;
     int64_t bytes_reduced = 0;
   };

@@ -66,5 +66,31 @@ TEST(JoinRule, AlltoallAndReducescatterFailWhileARankHasJoined) {
   expect_refused_while_joined(RequestType::kReducescatter, 0);
 }
 
+// A process set change needs every rank, and a joined rank waits in join() until all join: the
+// others' add_process_set would wait forever (Horovod's does). It fails instead, naming join, and
+// the ranks can then join and add the set afterwards.
+TEST(JoinRule, AddProcessSetFailsWhileARankHasJoined) {
+  const int n = 3;
+  auto world = std::make_shared<fake::FakeWorld>(n);
+  Config c = testing::fast_config();
+  c.dynamic_process_sets = true;
+  testing::run_ranks(n, [&](int rank) {
+    auto rt = testing::make_fake_runtime(world, rank, c);
+    ASSERT_TRUE(rt);
+    if (rank == n - 1) {
+      EXPECT_TRUE(rt->wait(*rt->join()).is_ok());
+    } else {
+      Result<int> id = rt->add_process_set({0, 1});
+      EXPECT_EQ(id.status().code(), StatusCode::kPreconditionError) << id.status().to_string();
+      EXPECT_NE(id.status().message().find("join()"), std::string::npos) << id.status().message();
+      EXPECT_TRUE(rt->wait(*rt->join()).is_ok());
+    }
+    Result<int> after = rt->add_process_set({0, 1});  // every rank, none joined
+    ASSERT_TRUE(after.is_ok()) << after.status().to_string();
+    EXPECT_EQ(*after, 1);
+    EXPECT_TRUE(rt->shutdown().is_ok());
+  });
+}
+
 }  // namespace
 }  // namespace korovod

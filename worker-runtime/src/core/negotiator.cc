@@ -216,6 +216,7 @@ Result<CycleOutput> Negotiator::run_cycle(CycleInput input) {
   CycleOutput out;
   out.shutdown = !(flags & kNotShutdown);
   out.apply_set_change = (flags & kSetChangePending) != 0;
+  out.any_joined = any_joined;
   if (!(flags & kNoParamUpdate)) {  // every member learns it in this same cycle
     out.param_update = std::move(input.param_update);
     KOROVOD_RETURN_IF_ERROR(channel_.broadcast_from_root(out.param_update));

@@ -30,6 +30,7 @@ struct CycleOutput {
   std::vector<ResponsePtr> responses;
   bool shutdown = false;            // some rank asked to stop: every rank leaves the loop
   bool apply_set_change = false;    // every rank has a set change pending: apply one now
+  bool any_joined = false;          // some rank waits in join(): it submits no set change
   bool used_slow_path = false;
   std::string param_update;         // set rank 0's update, identical on every member ("" = none)
 };
