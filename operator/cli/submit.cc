@@ -5,6 +5,7 @@
 #include <regex>
 #include <stdexcept>
 
+#include "mpijob/profile.h"
 #include "mpijob/quantity.h"
 #include "mpijob/types.h"
 
@@ -118,7 +119,7 @@ Object build_mpijob(const SubmitRequest& r) {
   check_request(r);
   Object metadata = {{"name", r.name}};
   if (!r.ns.empty()) metadata["namespace"] = r.ns;
-  if (!r.profile.empty()) metadata["annotations"] = {{"korovod.io/profile", r.profile}};
+  if (!r.profile.empty()) metadata["annotations"] = {{mpijob::kAnnotationProfile, r.profile}};
 
   Object launcher = {{"name", "launcher"}, {"image", r.image}, {"args", launcher_args(r)}};
   Object worker = {{"name", "worker"}, {"image", r.image}};
