@@ -185,8 +185,9 @@ Status Engine::check_new_process_set(std::vector<int>& ranks) const {
       std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) {
     return Status::invalid_argument(fmt::format("invalid process set ranks [{}]", fmt::join(ranks, ", ")));
   }
-  if (auto existing = sets_.added_set_with(ranks)) {
-    return Status::invalid_argument(fmt::format("a process set with these ranks exists (id {})", *existing));
+  if (auto existing = sets_.set_with(ranks)) {
+    return Status::invalid_argument(fmt::format("a process set with these ranks exists (id {}{})", *existing,
+                                                *existing == kGlobalProcessSet ? ", the global set" : ""));
   }
   return Status::ok();
 }

@@ -335,23 +335,28 @@ TEST(Engine, UnnamedOpsAreNamedPerProcessSetSoRanksAgree) {
   });
 }
 
-// Horovod registers the global set without its ranks, so a dynamic set of every rank is a new
-// set (its tests add one in a one-rank world); adding the same ranks twice is still an error.
-TEST(Engine, ADynamicSetOfEveryRankIsANewSet) {
+// As in Horovod, whose global set holds every rank once initialized (process_set.cc), a dynamic
+// set of every rank is a duplicate of the global set (Horovod's
+// test_tensorflow_process_sets_dynamic.py expects ValueError); adding the same ranks twice too.
+TEST(Engine, ADynamicSetOfEveryRankIsADuplicateOfTheGlobalSet) {
   const int n = 2;
   auto world = std::make_shared<fake::FakeWorld>(n);
   Config c = fast_config();
   c.dynamic_process_sets = true;
   run_ranks(n, [&](int rank) {
     auto rt = make_fake_runtime(world, rank, c, {});
-    Result<int> id = rt->add_process_set({0, 1});
-    ASSERT_TRUE(id.is_ok()) << id.status().to_string();
-    EXPECT_EQ(*id, 1);
+    Result<int> all = rt->add_process_set({1, 0});
+    ASSERT_FALSE(all.is_ok());
+    EXPECT_EQ(all.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(all.status().message().find("exists (id 0, the global set)"), std::string::npos)
+        << all.status().message();
+    Result<int> one = rt->add_process_set({0});  // every rank adds the same set
+    ASSERT_TRUE(one.is_ok()) << one.status().to_string();
+    EXPECT_FALSE(rt->add_process_set({0}).is_ok());
     std::vector<float> x(1, static_cast<float>(rank + 1));
-    ASSERT_TRUE(rt->wait(*rt->allreduce("all", f32(x), f32(x), ReduceOp::kSum, 1, 1, *id)).is_ok());
+    ASSERT_TRUE(rt->wait(*rt->allreduce("all", f32(x), f32(x), ReduceOp::kSum, 1, 1, kGlobalProcessSet)).is_ok());
     EXPECT_EQ(x[0], 3.f);
-    EXPECT_FALSE(rt->add_process_set({1, 0}).is_ok());
-    EXPECT_TRUE(rt->remove_process_set(*id).is_ok());
+    EXPECT_TRUE(rt->remove_process_set(*one).is_ok());
     EXPECT_TRUE(rt->shutdown().is_ok());
   });
 }

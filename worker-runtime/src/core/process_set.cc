@@ -157,10 +157,10 @@ int ProcessSetTable::take_next_id() {
   return next_id_++;
 }
 
-std::optional<int> ProcessSetTable::added_set_with(const std::vector<int>& ranks) const {
+std::optional<int> ProcessSetTable::set_with(const std::vector<int>& ranks) const {
   MutexLock lock(mu_);
   for (const auto& [id, set] : sets_) {
-    if (id != kGlobalProcessSet && set->ranks == ranks) return id;
+    if (set->ranks == ranks) return id;
   }
   return std::nullopt;
 }

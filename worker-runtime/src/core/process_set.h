@@ -74,9 +74,9 @@ class ProcessSetTable {
   std::vector<std::shared_ptr<ProcessSet>> all() const;
   std::vector<int> ids() const;
   int take_next_id();
-  // The added set with exactly these ranks. The global set is not found by its ranks: as in
-  // Horovod, adding a set of every rank makes a new set.
-  std::optional<int> added_set_with(const std::vector<int>& ranks) const;
+  // The set with exactly these ranks (sorted), the global set included: as in Horovod, whose
+  // global set holds every rank once initialized, adding a set of every rank is a duplicate.
+  std::optional<int> set_with(const std::vector<int>& ranks) const;
 
   std::future<Result<int>> submit_change(SetChange change);
   bool change_pending() const;
