@@ -25,6 +25,14 @@ std::optional<Object> launcher_pod(kube::Client& api, const std::string& ns, con
   });
 }
 
+bool drain_lines(kube::LineStream& stream, const std::atomic<bool>& interrupted,
+                 const std::function<void(const std::string&)>& line) {
+  while (!stream.ended() && !interrupted) {
+    if (auto text = stream.next(std::chrono::milliseconds(200))) line(*text);
+  }
+  return interrupted.load();
+}
+
 std::string container_of(const Object& pod) {
   return pod.value("/spec/containers/0/name"_json_pointer, std::string("launcher"));
 }

@@ -176,11 +176,9 @@ int logs(kube::Client& api, PodLogs& source, const std::string& ns, const std::s
     return 0;
   }
   std::unique_ptr<kube::LineStream> stream = source.follow(ns, pod_name, container_of(*pod));
-  while (!stream->ended() && !interrupted) {
-    if (auto line = stream->next(std::chrono::milliseconds(200))) emit(*line);
-  }
+  const bool stopped = drain_lines(*stream, interrupted, emit);
   io.out.flush();
-  return interrupted ? 130 : 0;
+  return stopped ? 130 : 0;
 }
 
 }  // namespace cli

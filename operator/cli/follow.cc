@@ -26,11 +26,9 @@ std::string started_launcher(const Object& pod) {
 // Prints the log's lines until it ends or the user interrupts; true when interrupted.
 bool stream_log(PodLogs& logs, const std::string& ns, const Object& pod, const std::atomic<bool>& interrupted, Io io) {
   std::unique_ptr<kube::LineStream> stream = logs.follow(ns, pod["metadata"].value("name", ""), container_of(pod));
-  while (!stream->ended() && !interrupted) {
-    if (auto line = stream->next(std::chrono::milliseconds(200))) io.out << *line << "\n";
-  }
+  const bool stopped = drain_lines(*stream, interrupted, [&](const std::string& line) { io.out << line << "\n"; });
   io.out.flush();
-  return interrupted.load();
+  return stopped;
 }
 
 std::string last_message(const Object& job) {
