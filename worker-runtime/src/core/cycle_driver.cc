@@ -198,6 +198,7 @@ void CycleDriver::on_watchdog_timeout() {
   // Mesh::kSettleSeconds). The error below, which names no rank, is what is left when no plane
   // could say.
   const Config& config = engine_.config();
+  const std::string position = engine_.cycle_position();  // before an interrupted wait ends the cycle
   const std::string why = fmt::format("the collective timeout ({} s, KOROVOD_COLLECTIVE_TIMEOUT_SECONDS) passed",
                                       config.collective_timeout_seconds);
   std::string lost;
@@ -209,12 +210,13 @@ void CycleDriver::on_watchdog_timeout() {
   } else {
     // A plane that cannot be interrupted (MPI): the loop stays stuck, but the ranks whose loops
     // are stuck too answer each other's probes; the one that does not is named.
-    lost = engine_.silent_peers(kProbeWindowSeconds);
+    lost = engine_.silent_peers(probe_window_seconds(config.collective_timeout_seconds));
   }
   record_fatal(Status::aborted(fmt::format(
       "a collective of the background loop did not complete within {} s "
-      "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS): {}; all pending operations failed",
-      config.collective_timeout_seconds, lost.empty() ? "a peer rank has probably died or stopped" : lost)));
+      "(KOROVOD_COLLECTIVE_TIMEOUT_SECONDS): {}{}; all pending operations failed",
+      config.collective_timeout_seconds, lost.empty() ? "a peer rank has probably died or stopped" : lost,
+      position.empty() ? "" : fmt::format("; this rank waits in {}", position))));
   engine_.fail_pending(fatal_error());  // the plane's error, when it came first
   if (config.abort_on_collective_timeout) engine_.abort_job(1);
 }

@@ -8,6 +8,7 @@
 // touches.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -78,8 +79,10 @@ class CycleDriver : public std::enable_shared_from_this<CycleDriver> {
   bool has_news() const;
   std::chrono::steady_clock::duration stall_recheck() const;
   // How long a watchdog that could not interrupt its plane listens for the other stuck ranks'
-  // probes: their watchdogs fire within one watchdog period (0.1 s) and a cycle of this one's.
-  static constexpr double kProbeWindowSeconds = 0.3;
+  // probes: their watchdogs fire within one watchdog period (0.1 s) of the moment each entered
+  // the stuck cycle, and on a loaded node a rank may enter it well after the others (a thread
+  // descheduled, a slow step): a twentieth of the timeout, at least 0.3 s and at most 3 s.
+  static double probe_window_seconds(double timeout_seconds) { return std::clamp(timeout_seconds / 20, 0.3, 3.0); }
   bool cycle_worth_running(Backend& plane) KOROVOD_REQUIRES(engine_.cycle_mu_);
   void wait_for_news(Backend& plane, std::chrono::steady_clock::duration cycle);
   bool loop_done() const;

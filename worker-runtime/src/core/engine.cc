@@ -34,6 +34,7 @@ ProcessSetDeps Engine::deps() {
   negotiation.cache_capacity = config_.cache_capacity;
   negotiation.stall = {config_.stall_check_enabled, config_.stall_warning_seconds,
                        config_.stall_shutdown_seconds};
+  negotiation.trace = &trace_;
   return ProcessSetDeps{*transport_, backend_providers_, negotiation, *env_, log_,
                         world_.rank == 0 ? &timeline_ : nullptr};
 }
@@ -121,6 +122,7 @@ Engine::CycleResult Engine::run_cycle(Env::TimePoint give_up_at, bool shutdown) 
   CycleResult result;
   auto stop = [&](const Status& st) KOROVOD_REQUIRES(cycle_mu_) {
     cycle_.reset();
+    trace_.end_cycle();
     timeline_.flush();
     result.end = CycleEnd::kStopped;
     result.error = st;
@@ -130,6 +132,7 @@ Engine::CycleResult Engine::run_cycle(Env::TimePoint give_up_at, bool shutdown) 
   for (; c.set < c.sets.size(); ++c.set, c.negotiated = false) {
     ProcessSet& set = *c.sets[c.set];
     if (!c.negotiated) {
+      trace_.begin_set(set.id, ++set.cycles);
       CycleInput input;
       input.requests = set.queue.pop_requests();
       input.shutdown = shutdown;
@@ -150,6 +153,7 @@ Engine::CycleResult Engine::run_cycle(Env::TimePoint give_up_at, bool shutdown) 
     }
     for (; c.next < c.planned.size(); ++c.next) {
       const Response& r = *c.planned[c.next];
+      trace_.response(c.planned[c.next]);
       Status st = executor_.execute(set, r, give_up_at);
       if (st.code() == StatusCode::kInProgress) {
         timeline_.flush();
@@ -166,6 +170,7 @@ Engine::CycleResult Engine::run_cycle(Env::TimePoint give_up_at, bool shutdown) 
   const bool ok = finish_cycle(&error);
   result.sets_changed = ok && c.apply_change;
   cycle_.reset();
+  trace_.end_cycle();
   timeline_.flush();
   result.end = ok ? CycleEnd::kDone : CycleEnd::kStopped;
   result.error = error;
@@ -177,6 +182,7 @@ void Engine::abandon_cycle() {
   if (!cycle_) return;
   executor_.abandon();
   cycle_.reset();
+  trace_.end_cycle();
 }
 
 bool Engine::finish_cycle(Status* error) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cycle_trace.h"
 #include "core/engine_parameters.h"
 #include "core/executor.h"
 #include "core/logger.h"
@@ -93,6 +94,8 @@ class Engine {
   bool interrupt_waits(const std::string& why);
   // The watchdog's probe for a stuck loop that no plane could interrupt (ControlChannel::silent_peers).
   std::string silent_peers(double window_seconds);
+  // Where the cycle in progress is (CycleTrace::describe; any thread): "" outside a cycle.
+  std::string cycle_position() const { return trace_.describe(); }
   void abort_job(int exit_code) { transport_->abort_job(exit_code); }
 
  private:
@@ -118,6 +121,7 @@ class Engine {
 
   HandleTable handles_;
   Timeline timeline_;
+  CycleTrace trace_;  // before the sets: their negotiators write to it
   ProcessSetTable sets_;
   // The global set lives as long as the engine runs (the driver waits for callers inside before
   // release()): no table lock and no reference count per tensor for it.

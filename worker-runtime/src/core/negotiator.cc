@@ -24,6 +24,7 @@ bool test_bit(const std::vector<uint64_t>& v, int bit) { return (v[1 + bit / 64]
 Negotiator::Negotiator(ControlChannel& channel, NegotiatorOptions options, const Clock& clock,
                        const Logger& log, Timeline* timeline)
     : channel_(channel),
+      trace_(options.trace),
       clock_(clock),
       global_ranks_(options.global_ranks),
       cache_(options.cache_capacity),
@@ -132,6 +133,7 @@ std::vector<uint64_t> Negotiator::status_and_hit_bits(const CycleInput& input) c
 Status Negotiator::erase_invalid_everywhere(std::vector<uint64_t>& common) {
   std::vector<uint64_t> invalid(common.size(), 0);
   for (int bit : invalid_bits_) set_bit(invalid, bit);
+  step("agreeing on the cache entries to drop");
   KOROVOD_RETURN_IF_ERROR(channel_.allreduce_bits(invalid, BitwiseOp::kOr));
   invalid_bits_.clear();
   for (int bit = 0; bit < cache_.capacity(); ++bit) {
@@ -173,6 +175,7 @@ Result<ResponseList> Negotiator::exchange_with_coordinator(bool shutdown) {
   RequestList mine{std::move(uncached_), shutdown};
   uncached_.clear();
   for (auto& r : mine.requests) r.request_rank = channel_.rank();
+  step("gathering the requests at the coordinator");
   Result<std::vector<std::string>> gathered = channel_.gather_to_root(serialize(mine));
   if (!gathered.is_ok()) return gathered.status();
   std::string bytes;
@@ -188,6 +191,7 @@ Result<ResponseList> Negotiator::exchange_with_coordinator(bool shutdown) {
     list.responses = coordinator_->take_ready();
     bytes = serialize(list);
   }
+  step("broadcasting the coordinator's responses");
   KOROVOD_RETURN_IF_ERROR(channel_.broadcast_from_root(bytes));
   return parse_response_list(bytes);
 }
@@ -209,6 +213,7 @@ void Negotiator::cache_new_responses(const ResponseList& list) {
 Result<CycleOutput> Negotiator::run_cycle(CycleInput input) {
   classify(input.requests);
   std::vector<uint64_t> bits = status_and_hit_bits(input);
+  step("exchanging the status and cache bits");
   KOROVOD_RETURN_IF_ERROR(channel_.allreduce_bits(bits, BitwiseOp::kAnd));
   const uint64_t flags = bits[0];
   const bool any_invalid = !(flags & kNotInvalid);
@@ -219,6 +224,7 @@ Result<CycleOutput> Negotiator::run_cycle(CycleInput input) {
   out.any_joined = any_joined;
   if (!(flags & kNoParamUpdate)) {  // every member learns it in this same cycle
     out.param_update = std::move(input.param_update);
+    step("broadcasting the tuned parameters");
     KOROVOD_RETURN_IF_ERROR(channel_.broadcast_from_root(out.param_update));
   }
   if (any_invalid) KOROVOD_RETURN_IF_ERROR(erase_invalid_everywhere(bits));

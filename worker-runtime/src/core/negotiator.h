@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/coordinator.h"
+#include "core/cycle_trace.h"
 #include "core/response_cache.h"
 #include "korovod/transport.h"
 
@@ -39,6 +40,7 @@ struct NegotiatorOptions {
   std::vector<int> global_ranks;  // set rank -> global rank
   int cache_capacity = 1024;
   StallOptions stall;
+  CycleTrace* trace = nullptr;  // the engine's: where a stuck cycle stopped (null: not traced)
 };
 
 class Negotiator {
@@ -68,6 +70,10 @@ class Negotiator {
   void cache_new_responses(const ResponseList& list);
 
   ControlChannel& channel_;
+  CycleTrace* trace_;
+  void step(const char* what) {
+    if (trace_) trace_->step(what);
+  }
   const Clock& clock_;
   std::vector<int> global_ranks_;
   ResponseCache cache_;

@@ -34,6 +34,7 @@ struct ProcessSet {
   TensorQueue queue;
   std::atomic<int32_t> next_group_id{0};
   std::atomic<int64_t> unnamed_ops{0};  // names the set's unnamed ops (engine_enqueue.cc)
+  int64_t cycles = 0;  // negotiations run (Engine::run_cycle, under its cycle lock): equal on every member
 
   bool member() const { return set_rank >= 0; }
   Backend* backend_for(int device) const;  // first enabled wins
