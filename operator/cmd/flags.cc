@@ -103,6 +103,10 @@ void add_log_and_job_flags(CLI::App& app, Flags& f) {
   app.add_option("--network-policy-scraper-labels", f.network_policy_scraper_labels,
                  "The metrics scraper's pod labels, k=v,k2=v2 (empty with an empty namespace: no scraper rule)")
       ->check(match_labels_error);
+  app.add_option("--progress-interval", f.progress_interval,
+                 "Seconds between reads of each running MPIJob's launcher log for training progress "
+                 "(status.progress, docs/progress.md; needs get pods/log); 0: no progress")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--profiles-config-map", f.profiles_config_map,
                  "namespace/name of the ConfigMap with the admins' profiles (korovod.io/profile; "
                  "the Helm chart's profiles value); empty: no profiles")

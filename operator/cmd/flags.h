@@ -36,6 +36,9 @@ struct Flags {
   int worker_create_concurrency = 16;
   // korovod: the admins' profiles (mpijob/profile.h), "namespace/name" of their ConfigMap; "" = none.
   std::string profiles_config_map;
+  // korovod: seconds between reads of the running jobs' launcher logs for status.progress
+  // (controller/progress_poller.h); 0 = no progress.
+  double progress_interval = 10;
   bool version = false;
 };
 

@@ -40,9 +40,12 @@ TEST(Flags, ChartArguments) {
                   "--controller-queue-burst=100", "--worker-create-concurrency=16",
                   "--gang-scheduling=volcano", "--cluster-domain=cluster.local",
                   "--network-profile=roce", "--log-format=json", "--log-level=debug",
-                  "--leader-elect=false", "--lock-namespace=korovod"});
+                  "--leader-elect=false", "--lock-namespace=korovod", "--progress-interval=10"});
   ASSERT_TRUE(r.flags) << r.output;
   EXPECT_FALSE(r.flags->leader_elect);
+  EXPECT_EQ(r.flags->progress_interval, 10);
+  EXPECT_EQ(parse({"--progress-interval=0"}).flags->progress_interval, 0);  // no progress
+  EXPECT_FALSE(parse({"--progress-interval=-1"}).flags);
   EXPECT_EQ(r.flags->monitoring_port, 8081);
   EXPECT_EQ(r.flags->gang_scheduling, "volcano");
   EXPECT_EQ(r.flags->network_profile, "roce");

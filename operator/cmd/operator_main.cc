@@ -145,7 +145,7 @@ bool preflight(kube::Client& client, const operator_cmd::Flags& flags,
   try {
     controller::check_crds(client, flags.namespaces, rec.build);
     auto perms = controller::needed_permissions(flags.namespaces, rec.build, flags.leader_elect,
-                                                flags.lock_namespace);
+                                                flags.lock_namespace, flags.progress_interval > 0);
     for (const auto& p : controller::check_permissions(client, perms)) {
       log.warning("RBAC does not allow an optional verb", {{"permission", p.describe()},
                                                            {"needed_for", p.why}});
@@ -160,11 +160,34 @@ bool preflight(kube::Client& client, const operator_cmd::Flags& flags,
   return true;
 }
 
+// The launcher logs the progress poller reads: the API server's pods/log (the last lines, at most
+// 256 KiB). A log that cannot be read yet (container not started, kubelet away) is nullopt.
+class RestLauncherLogs final : public controller::LauncherLogs {
+ public:
+  RestLauncherLogs(kube::RestClient& rest, controller::OperatorMetrics& metrics) : rest_(rest), metrics_(metrics) {}
+  std::optional<std::string> tail(const std::string& ns, const std::string& pod, const std::string& container,
+                                  int lines) override {
+    metrics_.api_request("get");
+    try {
+      return rest_.get_text("/api/v1/namespaces/" + ns + "/pods/" + pod + "/log?container=" + container +
+                            "&tailLines=" + std::to_string(lines) + "&limitBytes=262144");
+    } catch (const kube::ApiError&) {
+      return std::nullopt;
+    }
+  }
+
+ private:
+  kube::RestClient& rest_;
+  controller::OperatorMetrics& metrics_;
+};
+
 controller::ManagerOptions manager_options(const operator_cmd::Flags& flags,
                                            mpijob::ReconcilerOptions rec, Logger& log,
                                            controller::OperatorMetrics& metrics,
-                                           mpijob::Recorder& recorder) {
+                                           mpijob::Recorder& recorder, controller::LauncherLogs& logs) {
   controller::ManagerOptions mo;
+  mo.launcher_logs = &logs;
+  mo.progress.interval = std::chrono::milliseconds(static_cast<int64_t>(flags.progress_interval * 1000));
   mo.namespaces = flags.namespaces;
   mo.threadiness = flags.threadiness;
   mo.queue_qps = flags.queue_rate_limit;
@@ -215,7 +238,8 @@ int run(const operator_cmd::Flags& flags, Logger& log, kube::RealClock& clock) {
   log_start(flags, config->server, log);
   if (!preflight(client, flags, rec, config->server, log)) return 1;
   controller::EventRecorder recorder(client, metrics, log, clock, hostname());
-  controller::Manager manager(client, manager_options(flags, rec, log, metrics, recorder), clock);
+  RestLauncherLogs logs(rest, metrics);
+  controller::Manager manager(client, manager_options(flags, rec, log, metrics, recorder, logs), clock);
   return serve_until_signal(manager, log);
 }
 

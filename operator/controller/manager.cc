@@ -219,6 +219,13 @@ void Manager::run_controller(std::stop_token stop) {
              {{"threadiness", std::to_string(options_.threadiness)}});
   std::vector<std::thread> workers;
   for (int i = 0; i < std::max(1, options_.threadiness); ++i) workers.emplace_back([this] { worker(); });
+  std::unique_ptr<ProgressPoller> progress;
+  std::jthread progress_thread;
+  if (options_.launcher_logs && options_.progress.interval.count() > 0) {
+    progress = std::make_unique<ProgressPoller>(client_, *cache_, *options_.launcher_logs, *metrics_, *log_, clock_,
+                                                options_.namespaces, options_.progress);
+    progress_thread = std::jthread([&progress](std::stop_token st) { progress->run(st); });
+  }
   synced_ = true;
   {
     kube::Mutex mu;
@@ -228,6 +235,10 @@ void Manager::run_controller(std::stop_token stop) {
   }
   log_->info("stopping: finishing in-flight reconciles");
   synced_ = false;
+  if (progress_thread.joinable()) {
+    progress_thread.request_stop();
+    progress_thread.join();
+  }
   queue_.shut_down();  // get() returns nullopt; keys being reconciled finish first
   for (auto& w : workers) w.join();
   for (auto& inf : informers_) inf->stop();

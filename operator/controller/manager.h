@@ -32,6 +32,7 @@
 #include "controller/leader_gate.h"
 #include "controller/log.h"
 #include "controller/metrics.h"
+#include "controller/progress_poller.h"
 #include "controller/reconcile_failure.h"
 #include "kube/client.h"
 #include "kube/clock.h"
@@ -65,6 +66,10 @@ struct ManagerOptions {
   // server when the ports are equal); 0 serves nothing on that port.
   int health_port = 0;
   int metrics_port = 0;
+  // Training progress into MPIJob.status.progress (progress_poller.h) while leading: the
+  // launcher logs to read (null: no progress) and how often.
+  LauncherLogs* launcher_logs = nullptr;
+  ProgressOptions progress;
 };
 
 class Manager {

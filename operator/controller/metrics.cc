@@ -35,6 +35,23 @@ void OperatorMetrics::remove_job_info(const std::string& ns, const std::string& 
   job_info_.erase(ns + "/" + job);
 }
 
+void OperatorMetrics::set_job_progress(const std::string& ns, const std::string& job,
+                                       const nlohmann::json& progress) {
+  Progress p{ns, job, {}};
+  for (const auto& [field, gauge] : {std::pair{"step", "step"}, {"totalSteps", "total_steps"},
+                                     {"samplesPerSecond", "samples_per_second"}, {"loss", "loss"},
+                                     {"etaSeconds", "eta_seconds"}}) {
+    if (auto it = progress.find(field); it != progress.end() && it->is_number()) p.values[gauge] = it->get<double>();
+  }
+  kube::MutexLock lock(mu_);
+  progress_[ns + "/" + job] = std::move(p);
+}
+
+void OperatorMetrics::remove_job_progress(const std::string& ns, const std::string& job) {
+  kube::MutexLock lock(mu_);
+  progress_.erase(ns + "/" + job);
+}
+
 void OperatorMetrics::observe_reconcile(std::chrono::nanoseconds d) {
   const double s = std::chrono::duration<double>(d).count();
   kube::MutexLock lock(mu_);
@@ -96,6 +113,20 @@ std::string OperatorMetrics::render() const {
   }
   scalar(out, "mpi_operator_workqueue_depth", "gauge", "MPIJob keys waiting to be reconciled",
          queue_depth_ ? static_cast<double>(queue_depth_()) : 0);
+  for (const auto& [gauge, help] : {std::pair{"step", "Training steps done (status.progress.step)"},
+                                    {"total_steps", "Training steps in all (status.progress.totalSteps)"},
+                                    {"samples_per_second", "Training samples per second over all ranks"},
+                                    {"loss", "The last training loss rank 0 reported"},
+                                    {"eta_seconds", "Seconds until the last step at the current rate"}}) {
+    out += fmt::format("# HELP korovod_mpijob_progress_{} {}\n# TYPE korovod_mpijob_progress_{} gauge\n", gauge, help,
+                       gauge);
+    for (const auto& [key, p] : progress_) {
+      auto it = p.values.find(gauge);
+      if (it == p.values.end()) continue;
+      out += fmt::format("korovod_mpijob_progress_{}{{namespace=\"{}\",mpijob=\"{}\"}} {}\n", gauge, escape_label(p.ns),
+                         escape_label(p.job), it->second);
+    }
+  }
   return out;
 }
 

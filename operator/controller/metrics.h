@@ -10,6 +10,11 @@
 //                                                  or permanent (retried on a change or after 5 min)
 //   mpi_operator_workqueue_depth                   gauge (read from the queue at scrape time)
 //   mpi_operator_api_requests_total{verb}          counter (CountingClient)
+//   korovod_mpijob_progress_step{namespace,mpijob}, korovod_mpijob_progress_total_steps,
+//   korovod_mpijob_progress_samples_per_second, korovod_mpijob_progress_loss,
+//   korovod_mpijob_progress_eta_seconds            gauges: the status.progress of each running
+//                                                  MPIJob that has one (progress_poller.h); a
+//                                                  value the progress lacks is not served
 //
 // Thread-safe.
 #pragma once
@@ -23,6 +28,8 @@
 #include <mutex>
 #include <string>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "kube/mutex.h"
 
@@ -41,6 +48,10 @@ class OperatorMetrics {
   // mpi_operator_job_info{launcher=<launcher>, namespace=<ns>} = 1; keyed by ns/job.
   void set_job_info(const std::string& ns, const std::string& job, const std::string& launcher);
   void remove_job_info(const std::string& ns, const std::string& job);
+  // The korovod_mpijob_progress_* gauges of ns/job from its status.progress; removed with
+  // remove_job_progress (the job finished or is gone).
+  void set_job_progress(const std::string& ns, const std::string& job, const nlohmann::json& progress);
+  void remove_job_progress(const std::string& ns, const std::string& job);
   void observe_reconcile(std::chrono::nanoseconds d);
   // Evaluated at render time.
   void set_queue_depth(std::function<size_t()> depth);
@@ -67,6 +78,12 @@ class OperatorMetrics {
   double reconcile_sum_ KOROVOD_GUARDED_BY(mu_) = 0;
   std::function<size_t()> queue_depth_ KOROVOD_GUARDED_BY(mu_);
   std::map<std::string, uint64_t> api_requests_ KOROVOD_GUARDED_BY(mu_);
+  // ns/job -> (ns, job, gauge name suffix -> value)
+  struct Progress {
+    std::string ns, job;
+    std::map<std::string, double> values;
+  };
+  std::map<std::string, Progress> progress_ KOROVOD_GUARDED_BY(mu_);
 };
 
 }  // namespace controller

@@ -26,7 +26,7 @@ std::string Permission::describe() const {
 
 std::vector<Permission> needed_permissions(const std::vector<std::string>& namespaces,
                                            const mpijob::BuildOptions& build, bool leader_elect,
-                                           const std::string& lock_namespace) {
+                                           const std::string& lock_namespace, bool progress) {
   std::vector<Permission> out;
   std::vector<std::string> nss = namespaces;
   if (nss.empty()) nss.push_back("");
@@ -51,6 +51,11 @@ std::vector<Permission> needed_permissions(const std::vector<std::string>& names
     if (!build.gang_scheduler.empty()) {
       const kube::Resource pg = mpijob::pod_group_resource(build);
       add(pg.group, pg.resource, "", {"list", "watch", "create", "update", "delete"}, ns);
+    }
+    if (progress) {
+      const std::string why = "training progress in MPIJob.status (--progress-interval; docs/progress.md)";
+      add("", "pods", "log", {"get"}, ns, false, why);
+      add("kubeflow.org", "mpijobs", "status", {"patch"}, ns, false, why);
     }
     if (build.network_policy.mode != mpijob::NetworkPolicyMode::Off) {
       add("networking.k8s.io", "networkpolicies", "", {"list", "watch", "create", "update", "delete"}, ns);

@@ -30,9 +30,11 @@ struct Permission {
 
 // Every permission the operator uses for these settings (kept in step with
 // tests/integration/helm/operator-rbac.json).
+// progress: training progress into MPIJob.status (--progress-interval > 0; progress_poller.h),
+// whose verbs are optional: without them the jobs run, only without progress.
 std::vector<Permission> needed_permissions(const std::vector<std::string>& namespaces,
                                            const mpijob::BuildOptions& build, bool leader_elect,
-                                           const std::string& lock_namespace);
+                                           const std::string& lock_namespace, bool progress = false);
 
 // Throws PreflightError when a CRD is missing or the list is forbidden.
 void check_crds(kube::Client& client, const std::vector<std::string>& namespaces,

@@ -21,12 +21,14 @@
 #include "kube/clock_sleep.h"
 #include "local/docker/docker_container.h"
 #include "local/job_controller/job_controller.h"
+#include "local/pods/log_book.h"
 #include "local/pods/pod_runtime.h"
 #include "local/rsh/ssh_mode.h"
 #include "local/manifest/profiles.h"
 #include "local/manifest/yaml_json.h"
 #include "mpijob/builders.h"
 #include "mpijob/defaults.h"
+#include "mpijob/progress.h"
 #include "mpijob/schema_types.h"
 #include "mpijob/validation.h"
 
@@ -67,6 +69,17 @@ class Progress {
            what + kube::name_of(p) + " " + (phase == "Running" && role == "launcher" ? "started" : phase));
     }
   }
+  // The MPIJob's status.progress as one line, when it says something new (docs/progress.md).
+  void training(const kube::Object& job) {
+    const std::string summary = mpijob::progress_summary(job.value("/status/progress"_json_pointer, kube::Object()));
+    if (summary == last_training_) return;
+    if (summary.empty()) {
+      say("progress: cleared (the launcher started the training again)");
+    } else {
+      say("progress: " + summary);
+    }
+    last_training_ = summary;
+  }
   void note(const std::string& line) { note(line, line); }
   void note(const std::string& key, const std::string& line) {
     if (!seen_.insert(key).second) return;
@@ -86,6 +99,7 @@ class Progress {
   kube::Mutex& out_mu_;
   const std::chrono::steady_clock::time_point start_;
   std::set<std::string> seen_;
+  std::string last_training_;
 };
 
 const kube::Object* true_condition(const kube::Object& job, const std::string& type) {
@@ -230,11 +244,12 @@ void adjust_launch(const RunOptions& o, const kube::Object& manifest, const fs::
 class InProcessOperator {
  public:
   // with_profiles: the run has the profiles ConfigMap (kProfilesConfigMap) in the job's namespace.
+  // logs: the pods' output, read for the MPIJob's training progress.
   InProcessOperator(kube::Client& client, kube::Clock& clock, const std::string& ns,
-                    const fs::path& log_path, bool with_profiles)
+                    const fs::path& log_path, bool with_profiles, controller::LauncherLogs& logs)
       : log_file_(log_path),
         log_(log_file_, controller::LogFormat::Text, controller::LogLevel::Info, clock),
-        manager_(client, options(ns, log_, with_profiles), clock),
+        manager_(client, options(ns, log_, with_profiles, logs), clock),
         thread_([this](std::stop_token stop) { manager_.run(stop); }) {}
 
   void stop() {
@@ -244,8 +259,10 @@ class InProcessOperator {
 
  private:
   static controller::ManagerOptions options(const std::string& ns, controller::Logger& log,
-                                            bool with_profiles) {
+                                            bool with_profiles, controller::LauncherLogs& logs) {
     controller::ManagerOptions mo;
+    mo.launcher_logs = &logs;
+    mo.progress.interval = std::chrono::seconds(1);  // the log is in memory: reading it costs nothing
     mo.namespaces = {ns};
     if (with_profiles) {
       mo.reconciler.profiles_namespace = ns;
@@ -280,6 +297,7 @@ Outcome wait_for_outcome(kube::Client& client, kube::Clock& clock, JobController
     jobs.sync_all();
     progress.poll();
     outcome.job = client.get(mpijob::kMPIJobs, ns, name);
+    progress.training(outcome.job);
     for (const char* c : {"Created", "Running", "Restarting"}) {
       if (const auto* cond = true_condition(outcome.job, c)) progress.note("MPIJob " + std::string(c) + ": " + cond->value("message", ""));
     }
@@ -337,7 +355,9 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
   if (o.runtime == PodRuntimeKind::Process) configure_process_pods(o, ns, work, ro, err);
   SshMode ssh(o.ssh_config_dir, work, launcher, {{"PATH", o.host_path}});
   kube::Mutex out_mu;
-  ro.log = [&](const std::string& pod, const std::string&, const std::string& line) {
+  PodLogBook pod_logs;
+  ro.log = [&](const std::string& pod, const std::string& container, const std::string& line) {
+    pod_logs.add(pod, container, line);
     kube::MutexLock lock(out_mu);
     out << "[" << pod << "] " << line << "\n" << std::flush;
   };
@@ -349,6 +369,7 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
   Progress progress(client, clock, ns, out, out_mu, start);
   std::atomic<int> container_restarts{0};
   ro.on_restart = [&](const std::string& pod, const std::string& container, int count) {
+    pod_logs.restarted(pod, container);  // a new container's log starts empty, as a kubelet's
     ++container_restarts;
     progress.say(fmt::format("pod {}: container {} restarted (restart {})", pod, container, count));
   };
@@ -357,7 +378,7 @@ int run_local(const RunOptions& o, kube::Clock& clock, ProcessLauncher& launcher
   progress.say("MPIJob " + ns + "/" + name + " created (work dir " + work.string() + ", " +
                connection_summary(o, ro) + ")");
 
-  InProcessOperator controller(client, clock, ns, work / "operator.log", profiles.has_value());
+  InProcessOperator controller(client, clock, ns, work / "operator.log", profiles.has_value(), pod_logs);
   PodRuntime runtime(client, clock, launcher, ro);
   runtime.start();
   JobController jobs(client, clock);

@@ -93,6 +93,12 @@ tests/integration/helm/operator-rbac.json (the chart test checks one against the
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch", "update"]
+{{- if gt (float64 .Values.operator.progressInterval) 0.0 }}
+# Training progress (docs/progress.md): the launcher pods' logs, read-only.
+- apiGroups: [""]
+  resources: ["pods/log"]
+  verbs: ["get"]
+{{- end }}
 {{- with .Values.operator.gangScheduling }}
 {{- if eq . "volcano" }}
 - apiGroups: ["scheduling.volcano.sh"]

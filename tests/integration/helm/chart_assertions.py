@@ -24,7 +24,7 @@ KNOWN_FLAGS = {
     "controller-queue-rate-limit", "controller-queue-burst", "cluster-domain", "log-format",
     "log-level", "network-profile", "worker-create-concurrency", "version", "help",
     "network-policy", "network-policy-scraper-namespace", "network-policy-scraper-labels",
-    "profiles-config-map",
+    "profiles-config-map", "progress-interval",
 }
 NAMESPACED_KINDS = {"Deployment", "ServiceAccount", "Service", "Role", "RoleBinding",
                     "PodDisruptionBudget", "ServiceMonitor", "ConfigMap", "Secret"}
@@ -181,9 +181,11 @@ def rule_grants(rule, group, resource, verb, name=None):
     return not names or (name is not None and name in names)
 
 
-def condition_holds(when, leader, gang, network_policy="off", profiles=False):
+def condition_holds(when, leader, gang, network_policy="off", profiles=False, progress=True):
     if not when:
         return True
+    if when == "progress":
+        return progress
     if when == "profiles":
         return profiles
     if when == "networkPolicy":
@@ -220,7 +222,7 @@ def check_rbac(docs, values, ns, sa_name, leader, profiles_cm=None):
     needed = set()
     for entry in required:
         if not condition_holds(entry.get("when"), leader, gang, values["networkPolicy"]["mode"],
-                               bool(values["profiles"])):
+                               bool(values["profiles"]), float(values["operator"].get("progressInterval", 0)) > 0):
             continue
         group, res = entry["group"], entry["resource"]
         if entry["scope"] == "cluster":

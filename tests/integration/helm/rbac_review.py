@@ -18,7 +18,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def needed(rules, leader, gang, watched, lock_ns, network_policy=False, profiles=""):
+def needed(rules, leader, gang, watched, lock_ns, network_policy=False, profiles="", progress=True):
     """(verb, group, resource, subresource, namespace or "", name or "") the operator needs."""
     crds = ["mpijobs.kubeflow.org"]
     if gang:
@@ -34,6 +34,8 @@ def needed(rules, leader, gang, watched, lock_ns, network_policy=False, profiles
         if when == "networkPolicy" and not network_policy:
             continue
         if when == "profiles" and not profiles:
+            continue
+        if when == "progress" and not progress:
             continue
         res, _, sub = r["resource"].partition("/")
         if r["scope"] == "cluster":
