@@ -114,8 +114,11 @@ TEST_F(CommandsTest, GetListsDescribesAndSaysWhatIsMissing) {
   set_state("b", "Running");
   out.str("");
   EXPECT_EQ(get(api, "team-a", std::nullopt, Output::kTable, io), 0);
-  EXPECT_EQ(out.str().substr(0, out.str().find('\n')), "NAME   STATE     WORKERS   READY   RESTARTS   AGE");
-  EXPECT_NE(out.str().find("\nb      Running   2         0       0          "), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().substr(0, out.str().find('\n')),
+            "NAME   STATE     WORKERS   READY   RESTARTS   STEP   SAMPLES/S   LOSS   ETA   AGE");
+  EXPECT_NE(out.str().find("\nb      Running   2         0       0          -      -           -      -     "),
+            std::string::npos)
+      << out.str();
   out.str("");
   EXPECT_EQ(get(api, "team-a", "b", Output::kTable, io), 0);
   EXPECT_NE(out.str().find("State:       Running\n"), std::string::npos) << out.str();
@@ -172,13 +175,14 @@ TEST_F(CommandsTest, FollowStreamsTheLauncherAndEndsWithTheJobsResult) {
   ASSERT_EQ(submit(api, logs, clock, r, {}, interrupted, io), 0);
   set_state("digits", "Running");
   add_launcher("digits", "Running");
-  logs.lines = {"epoch 1", "epoch 2"};
+  // Rank 0's progress lines (docs/progress.md) show as korovod run's progress line.
+  logs.lines = {"epoch 1", "korovod-progress {\"step\":45,\"total_steps\":90,\"loss\":0.5}", "epoch 2"};
   logs.at_end = [&] { set_state("digits", "Succeeded"); };
   out.str("");
   FollowOptions o;
   o.poll = std::chrono::milliseconds(10);
   EXPECT_EQ(follow_job(api, logs, clock, "team-a", "digits", o, interrupted, io), 0);
-  EXPECT_EQ(out.str(), "epoch 1\nepoch 2\n");
+  EXPECT_EQ(out.str(), "epoch 1\nkorovod: progress: step 45/90 (50%), loss 0.5000\nepoch 2\n");
   EXPECT_EQ(logs.followed, (std::vector<std::string>{"digits-launcher-x"}));
   EXPECT_NE(err.str().find("mpijob digits: Succeeded"), std::string::npos) << err.str();
 

@@ -7,6 +7,7 @@
 #include "cli/job_view.h"
 #include "kube/api_error.h"
 #include "kube/clock_sleep.h"
+#include "mpijob/progress.h"
 #include "mpijob/types.h"
 
 namespace cli {
@@ -23,10 +24,22 @@ std::string started_launcher(const Object& pod) {
          std::to_string(pod.value("/status/containerStatuses/0/restartCount"_json_pointer, 0));
 }
 
-// Prints the log's lines until it ends or the user interrupts; true when interrupted.
+// Prints the log's lines until it ends or the user interrupts; true when interrupted. Rank 0's
+// progress lines (docs/progress.md) are shown as the progress line `korovod run` prints.
 bool stream_log(PodLogs& logs, const std::string& ns, const Object& pod, const std::atomic<bool>& interrupted, Io io) {
-  std::unique_ptr<kube::LineStream> stream = logs.follow(ns, pod["metadata"].value("name", ""), container_of(pod));
-  const bool stopped = drain_lines(*stream, interrupted, [&](const std::string& line) { io.out << line << "\n"; });
+  const std::string pod_name = pod["metadata"].value("name", "");
+  std::unique_ptr<kube::LineStream> stream = logs.follow(ns, pod_name, container_of(pod));
+  const bool stopped = drain_lines(*stream, interrupted, [&](const std::string& line) {
+    if (line.find(mpijob::kProgressMarker) != std::string::npos) {
+      if (auto parsed = mpijob::last_progress_line(line)) {
+        if (auto progress = mpijob::progress_status(*parsed, pod_name)) {
+          io.out << "korovod: progress: " << mpijob::progress_summary(*progress) << "\n";
+          return;
+        }
+      }
+    }
+    io.out << line << "\n";
+  });
   io.out.flush();
   return stopped;
 }

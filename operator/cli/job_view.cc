@@ -1,10 +1,12 @@
 #include "cli/job_view.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
 #include <iomanip>
 #include <sstream>
 
+#include "mpijob/progress.h"
 #include "mpijob/types.h"
 
 namespace cli {
@@ -17,6 +19,19 @@ std::string text_of(const Object& o, const std::string& pointer, const std::stri
   if (!o.contains(p)) return fallback;
   const Object& v = o.at(p);
   return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+// STEP SAMPLES/S LOSS ETA from status.progress (docs/progress.md), "-" where unknown.
+std::vector<std::string> progress_cells(const Object& job) {
+  const Object p = job.value("/status/progress"_json_pointer, Object::object());
+  auto number = [&](const char* key, const char* format) {
+    auto it = p.find(key);
+    if (it == p.end() || !it->is_number()) return std::string("-");
+    char buf[32];
+    std::snprintf(buf, sizeof buf, format, it->get<double>());
+    return std::string(buf);
+  };
+  return {number("step", "%.0f"), number("samplesPerSecond", "%.1f"), number("loss", "%.4f"), p.value("eta", "-")};
 }
 
 std::string age(const Object& value, Clock::time_point now) {
@@ -74,7 +89,7 @@ std::optional<Clock::time_point> parse_time(const Object& value) {
 }
 
 std::vector<std::string> job_columns(bool with_namespace) {
-  std::vector<std::string> c = {"NAME", "STATE", "WORKERS", "READY", "RESTARTS", "AGE"};
+  std::vector<std::string> c = {"NAME", "STATE", "WORKERS", "READY", "RESTARTS", "STEP", "SAMPLES/S", "LOSS", "ETA", "AGE"};
   if (with_namespace) c.insert(c.begin(), "NAMESPACE");
   return c;
 }
@@ -82,14 +97,15 @@ std::vector<std::string> job_columns(bool with_namespace) {
 std::vector<std::string> job_row(const Object& job, Clock::time_point now, bool with_namespace) {
   std::vector<std::string> r = {text_of(job, "/metadata/name"), job_state(job),
                                 text_of(job, "/spec/mpiReplicaSpecs/Worker/replicas", "0"),
-                                text_of(job, "/status/readyWorkers", "0"), text_of(job, "/status/restartCount", "0"),
-                                age(job.value("/metadata/creationTimestamp"_json_pointer, Object()), now)};
+                                text_of(job, "/status/readyWorkers", "0"), text_of(job, "/status/restartCount", "0")};
+  for (auto& cell : progress_cells(job)) r.push_back(std::move(cell));
+  r.push_back(age(job.value("/metadata/creationTimestamp"_json_pointer, Object()), now));
   if (with_namespace) r.insert(r.begin(), text_of(job, "/metadata/namespace"));
   return r;
 }
 
 std::vector<std::string> top_columns() {
-  return {"NAMESPACE", "NAME", "STATE", "WORKERS", "READY", "RESTARTS", "RUNNING"};
+  return {"NAMESPACE", "NAME", "STATE", "WORKERS", "READY", "RESTARTS", "STEP", "SAMPLES/S", "LOSS", "ETA", "RUNNING"};
 }
 
 std::vector<std::string> top_row(const Object& job, Clock::time_point now) {
@@ -133,6 +149,10 @@ std::string describe_job(const Object& job, const std::vector<Object>& pods, Clo
       << text_of(job, "/spec/mpiReplicaSpecs/Worker/replicas", "0") << "\n"
       << "Restarts:    " << text_of(job, "/status/restartCount", "0") << "\n"
       << "Age:         " << age(job.value("/metadata/creationTimestamp"_json_pointer, Object()), now) << "\n";
+  if (const std::string p = mpijob::progress_summary(job.value("/status/progress"_json_pointer, Object()));
+      !p.empty()) {
+    out << "Progress:    " << p << "\n";
+  }
   if (job.contains("/status/startTime"_json_pointer)) out << "Started:     " << text_of(job, "/status/startTime") << "\n";
   if (job.contains("/status/completionTime"_json_pointer)) {
     out << "Completed:   " << text_of(job, "/status/completionTime") << "\n";

@@ -36,9 +36,20 @@ TEST(JobView, HumanDurationIsKubectls) {
 
 TEST(JobView, RowsFollowTheCrdsPrinterColumns) {
   const auto now = at("2026-12-06T20:05:00Z");
-  EXPECT_EQ(job_row(job("a", "Running"), now, false), (std::vector<std::string>{"a", "Running", "4", "3", "1", "5m"}));
-  EXPECT_EQ(job_row(job("b", ""), now, true), (std::vector<std::string>{"ns1", "b", "", "4", "3", "1", "5m"}));
-  EXPECT_EQ(top_row(job("a", "Running"), now), (std::vector<std::string>{"ns1", "a", "Running", "4", "3", "1", "4m"}));
+  EXPECT_EQ(job_row(job("a", "Running"), now, false),
+            (std::vector<std::string>{"a", "Running", "4", "3", "1", "-", "-", "-", "-", "5m"}));
+  EXPECT_EQ(job_row(job("b", ""), now, true),
+            (std::vector<std::string>{"ns1", "b", "", "4", "3", "1", "-", "-", "-", "-", "5m"}));
+  EXPECT_EQ(top_row(job("a", "Running"), now),
+            (std::vector<std::string>{"ns1", "a", "Running", "4", "3", "1", "-", "-", "-", "-", "4m"}));
+  Object training = job("a", "Running");  // status.progress, as the operator writes it
+  training["status"]["progress"] = {{"step", 120}, {"totalSteps", 540}, {"samplesPerSecond", 3020.44},
+                                    {"loss", 0.23108}, {"eta", "2m10s"}};
+  EXPECT_EQ(top_row(training, now),
+            (std::vector<std::string>{"ns1", "a", "Running", "4", "3", "1", "120", "3020.4", "0.2311", "2m10s", "4m"}));
+  EXPECT_NE(describe_job(training, {}, now).find("Progress:    step 120/540 (22%), 3020 samples/s, loss 0.2311, ETA 2m10s\n"),
+            std::string::npos)
+      << describe_job(training, {}, now);
   EXPECT_TRUE(job_running(job("a", "Running")));
   EXPECT_FALSE(job_running(job("a", "Succeeded")));
   EXPECT_FALSE(job_running(job("a", "Failed")));
