@@ -108,7 +108,10 @@ void ProgressPoller::poll_job(const kube::Object& job) {
   const bool finished = mpijob::is_finished(mpi_job.status());
   if (finished && final_read_.count(uid)) return;
   const kube::Object current = job.value("/status/progress"_json_pointer, kube::Object());
-  const auto launcher_job = cache_.get(kube::resources::kJobs, ns, mpijob::launcher_name(mpi_job));
+  // The launcher Job this MPIJob controls (a Job of that name made by someone else is not it),
+  // and the pods that Job controls.
+  auto launcher_job = cache_.get(kube::resources::kJobs, ns, mpijob::launcher_name(mpi_job));
+  if (launcher_job && !mpijob::is_controlled_by(*launcher_job, uid)) launcher_job.reset();
   const std::vector<kube::Object> pods =
       launcher_job ? cache_.controlled_by(kube::resources::kPods, ns, kube::uid_of(*launcher_job))
                    : std::vector<kube::Object>{};

@@ -41,9 +41,13 @@ class ProgressPollerTest : public ::testing::Test {
                     {"metadata", {{"name", "pi"}, {"namespace", "ns"}}},
                     {"spec", {{"mpiReplicaSpecs", kube::Object::object()}}}});
     set_condition("Running");
-    const kube::Object job = client_.create(kube::resources::kJobs, "ns",
-                                            {{"apiVersion", "batch/v1"}, {"kind", "Job"},
-                                             {"metadata", {{"name", "pi-launcher"}, {"namespace", "ns"}}}});
+    const std::string mpijob_uid = kube::uid_of(client_.get(mpijob::kMPIJobs, "ns", "pi"));
+    const kube::Object job = client_.create(
+        kube::resources::kJobs, "ns",
+        {{"apiVersion", "batch/v1"}, {"kind", "Job"},
+         {"metadata", {{"name", "pi-launcher"}, {"namespace", "ns"},
+                       {"ownerReferences", {{{"apiVersion", "kubeflow.org/v2beta1"}, {"kind", "MPIJob"}, {"name", "pi"},
+                                             {"uid", mpijob_uid}, {"controller", true}}}}}}});
     job_uid_ = kube::uid_of(job);
   }
 
@@ -167,6 +171,18 @@ TEST_F(ProgressPollerTest, AFinishedJobIsReadOnceForItsFinalLine) {
   const int reads = logs_.reads;
   poller_.poll_once();
   EXPECT_EQ(logs_.reads, reads);
+}
+
+TEST_F(ProgressPollerTest, ReadsOnlyTheLauncherJobTheMPIJobControls) {
+  // A user's own Job that took the launcher's name: its pods' lines are not this job's progress.
+  kube::Object job = client_.get(kube::resources::kJobs, "ns", "pi-launcher");
+  job["metadata"].erase("ownerReferences");
+  client_.update(kube::resources::kJobs, "ns", job);
+  add_launcher_pod("pi-launcher-a", "Running");
+  logs_.logs["ns/pi-launcher-a"] = "korovod-progress {\"step\":999}\n";
+  poller_.poll_once();
+  EXPECT_EQ(logs_.reads, 0);
+  EXPECT_TRUE(progress().is_null());
 }
 
 TEST_F(ProgressPollerTest, WaitsForALauncherPodWithALog) {

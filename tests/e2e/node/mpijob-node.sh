@@ -8,7 +8,9 @@
 #      `kubernetes` Service, 10.0.0.1:443, through kube-proxy) and becomes Ready;
 #   2. kubectl apply -f examples/pytorch/pytorch_digits.yaml, unchanged: launcher -> workers over
 #      real ssh between containers (the job's SSH Secret mounted), names through CoreDNS (the
-#      headless Service); final test accuracy > 0.95 and the MPIJob Succeeded;
+#      headless Service); final test accuracy > 0.95 and the MPIJob Succeeded; while it trains,
+#      status.progress.step advances (rank 0's progress lines, read by the operator from the
+#      launcher's log) and `kubectl get mpijob` shows it in the STEP SAMPLES/S LOSS ETA columns;
 #   3. kubectl delete mpijob leaves nothing: pods, services, secrets, configmaps, the launcher
 #      Job, the NetworkPolicy; on the node no task (and, at the end, no container) of its pods;
 #   3b. the same training from flags: `kubectl korovod submit digits-cli --workers 2 --image
@@ -288,7 +290,27 @@ for p in $(launcher_pods pytorch-digits) pytorch-digits-worker-0 pytorch-digits-
   kn get pod "$p" -o jsonpath='{.spec.volumes[*].secret.secretName}' | grep -wF pytorch-digits-ssh >/dev/null ||
     fail "pod $p does not mount the job's SSH Secret pytorch-digits-ssh"
 done
-wait_succeeded pytorch-digits 300
+# While it trains: the operator's status.progress (docs/progress.md) advances, read from rank 0's
+# progress lines in the launcher's log, with the chart's default --progress-interval; kubectl get
+# shows it in the printer columns.
+steps=() deadline=$((SECONDS + 300))
+until [[ $(cond pytorch-digits Succeeded) == True ]]; do
+  [[ $(cond pytorch-digits Failed) == True ]] && fail "MPIJob pytorch-digits Failed while training"
+  ((SECONDS < deadline)) || fail "MPIJob pytorch-digits did not succeed within 300s"
+  step=$(kn get mpijob pytorch-digits -o jsonpath='{.status.progress.step}' 2>/dev/null || true)
+  if [[ -n $step && ( ${#steps[@]} == 0 || $step != "${steps[-1]}" ) ]]; then
+    ((${#steps[@]} == 0 || step > steps[-1])) || fail "status.progress.step went from ${steps[-1]} to $step"
+    steps+=("$step")
+    ((${#steps[@]} == 2)) && kn get mpijob pytorch-digits >"$work/progress-columns.txt"
+  fi
+  sleep 2
+done
+((${#steps[@]} >= 2)) || { launcher_log pytorch-digits | grep -F korovod-progress >&2 || true
+  fail "status.progress.step did not advance while training (seen: ${steps[*]:-none})"; }
+head -n 1 "$work/progress-columns.txt" | grep -E 'STEP +SAMPLES/S +LOSS +ETA' >/dev/null &&
+  awk -v s="${steps[1]}" 'NR == 2 && index($0, " " s " ") { found = 1 } END { exit !found }' "$work/progress-columns.txt" ||
+  { cat "$work/progress-columns.txt" >&2; fail "kubectl get mpijob shows no STEP SAMPLES/S LOSS ETA columns with step ${steps[1]}"; }
+log "status.progress.step while training: ${steps[*]}; kubectl get: $(tail -n 1 "$work/progress-columns.txt" | tr -s ' ')"
 acc=$(check_accuracy pytorch-digits "final test accuracy:" 0.95)
 launcher_log pytorch-digits | grep -E "^(digits|epoch 15/|final)" >&2 || true
 k get mpijob -n "$ns" pytorch-digits >&2
