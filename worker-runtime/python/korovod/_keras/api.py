@@ -18,7 +18,7 @@ from korovod.common import numpy_ops
 from korovod.common.basics import (Average, Sum, ccl_built, cross_rank, cross_size, cuda_built, ddl_built,
                                    gloo_built, gloo_enabled, init, is_homogeneous, is_initialized, local_rank,
                                    local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
-                                   rocm_built, shutdown, size, start_timeline, stop_timeline)
+                                   report_progress, rocm_built, shutdown, size, start_timeline, stop_timeline)
 from korovod.common.exceptions import HorovodInternalError
 from korovod.common.process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 
@@ -107,5 +107,6 @@ __all__ = [
     "ccl_built", "cross_rank", "cross_size", "cuda_built", "ddl_built", "gloo_built", "gloo_enabled",
     "global_process_set", "init", "is_homogeneous", "is_initialized", "load_model", "local_rank", "local_size",
     "mpi_built", "mpi_enabled", "mpi_threads_supported", "nccl_built", "rank", "reducescatter",
-    "remove_process_set", "rocm_built", "shutdown", "size", "start_timeline", "stop_timeline", "elastic",
+    "remove_process_set", "report_progress", "rocm_built", "shutdown", "size", "start_timeline", "stop_timeline",
+    "elastic",
 ]

@@ -7,12 +7,14 @@ of it. Importing this module loads no native library.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import threading
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
-from korovod.common import _lib
+from korovod.common import _lib, settings
 from korovod.common.exceptions import HorovodInternalError
+from korovod.common.progress import ProgressReporter
 
 NOT_INITIALIZED_MESSAGE = "Horovod has not been initialized; use hvd.init()."
 
@@ -37,7 +39,8 @@ class NativeRuntime:
 class RuntimeState:
     """The single holder of mutable state (Horovod keeps one such object per framework)."""
 
-    __slots__ = ("runtime", "lock", "pending", "abandoned", "exit_hook_registered", "shape_arrays", "listeners")
+    __slots__ = ("runtime", "lock", "pending", "abandoned", "exit_hook_registered", "shape_arrays", "listeners",
+                 "progress")
 
     def __init__(self):
         self.runtime: Optional[NativeRuntime] = None
@@ -54,6 +57,17 @@ class RuntimeState:
         # Called with the korovod_runtime* after init and with None before shutdown: native code
         # that queues on the runtime by itself (korovod.tensorflow's graph ops).
         self.listeners: List[Callable[[Optional[int]], None]] = []
+        # Rank 0's progress lines (progress.py); it decides on first use after each init.
+        self.progress = ProgressReporter(self._rank_and_size, lambda: settings.current().progress_interval_seconds,
+                                         at_exit=atexit.register)
+        self.listeners.append(self.progress.runtime_changed)
+
+    def _rank_and_size(self) -> Optional[Tuple[int, int]]:
+        rt = self.runtime
+        if rt is None:
+            return None
+        rank, size = rt.lib.korovod_rank(rt.ptr), rt.lib.korovod_size(rt.ptr)
+        return (rank, size) if rank >= 0 and size > 0 else None
 
     def require(self) -> NativeRuntime:
         rt = self.runtime

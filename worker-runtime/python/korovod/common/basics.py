@@ -261,6 +261,30 @@ def rocm_built() -> bool:
     return False
 
 
+# ---------------------------------------------------------------- progress
+
+
+def report_progress(step=None, total_steps=None, loss=None, batch_size=None, **metrics) -> None:
+    """Tells korovod's progress lines (docs/progress.md) what the script knows; call it on every
+    rank, as often as every step: only global rank 0 does anything, the others return at once.
+
+    step: steps completed; given once, it replaces the steps korovod counts by itself from then
+    on. total_steps: the steps of the whole run (with a rate it gives the ETA). loss: this step's
+    loss. batch_size: samples per step on each rank (gives samples per second). metrics: named
+    numbers (e.g. accuracy=0.93). Values may be Python numbers, numpy scalars or one-element
+    torch or TensorFlow (eager) tensors, read on rank 0 only (a tensor's .item() waits for it);
+    a value of another type is a TypeError naming it. A line is written when
+    KOROVOD_PROGRESS_INTERVAL_SECONDS (10) passed since the last one. Nothing happens before
+    hvd.init() or with lines off.
+
+        hvd.report_progress(step=epoch * steps + batch + 1, total_steps=epochs * steps,
+                            loss=loss, batch_size=32, accuracy=accuracy)
+    """
+    reporter = state.progress
+    if reporter.active:
+        reporter.report(step, total_steps, loss, batch_size, metrics)
+
+
 # ---------------------------------------------------------------- timeline
 
 

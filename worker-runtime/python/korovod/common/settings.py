@@ -8,6 +8,7 @@ them after `import korovod`.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from dataclasses import dataclass
@@ -23,13 +24,33 @@ class Settings:
     library: Optional[Path] = None
     # KOROVOD_TF_NATIVE_OPS=0: korovod.tensorflow's graph collectives run as tf.py_function.
     tf_native_ops: bool = True
+    # KOROVOD_PROGRESS_INTERVAL_SECONDS: at most one progress line per this many seconds on rank
+    # 0 (progress.py); 0 or less: none.
+    progress_interval_seconds: float = 10.0
 
     @staticmethod
     def from_environment(environ: Mapping[str, str]) -> Settings:
         library = environ.get("KOROVOD_LIBRARY")
         return Settings(elastic="1" in (environ.get("KOROVOD_ELASTIC"), environ.get("HOROVOD_ELASTIC")),
                         library=Path(library) if library else None,
-                        tf_native_ops=environ.get("KOROVOD_TF_NATIVE_OPS", "1") != "0")
+                        tf_native_ops=environ.get("KOROVOD_TF_NATIVE_OPS", "1") != "0",
+                        progress_interval_seconds=_seconds(environ, PROGRESS_INTERVAL, 10.0))
+
+
+PROGRESS_INTERVAL = "KOROVOD_PROGRESS_INTERVAL_SECONDS"
+
+
+def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    text = environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if math.isnan(value):
+        raise ValueError(f"{name}={environ[name]!r} is not a number of seconds (e.g. 10; 0 turns it off)")
+    return value
 
 
 _lock = threading.Lock()

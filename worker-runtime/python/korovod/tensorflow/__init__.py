@@ -17,6 +17,7 @@ from typing import List
 import tensorflow as tf
 
 from korovod._keras.optimizer import DistributedOptimizer as _keras_distributed_optimizer
+from korovod.common.basics import report_progress
 from korovod.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 from korovod.common.util import gpu_available
 from korovod.tensorflow.compat_v1 import (BroadcastGlobalVariablesHook, broadcast_global_variables,
@@ -190,6 +191,6 @@ __all__ = [
     "grouped_allreduce", "grouped_reducescatter", "init", "is_homogeneous", "is_initialized", "join",
     "local_rank", "local_rank_op", "local_size", "local_size_op", "mpi_built", "mpi_enabled",
     "mpi_threads_supported", "nccl_built", "process_set_included_op", "rank", "rank_op", "reducescatter",
-    "remove_process_set", "rocm_built", "shutdown", "size", "size_op", "start_timeline", "stop_timeline",
-    "SyncBatchNormalization", "elastic",
+    "remove_process_set", "report_progress", "rocm_built", "shutdown", "size", "size_op", "start_timeline",
+    "stop_timeline", "SyncBatchNormalization", "elastic",
 ]

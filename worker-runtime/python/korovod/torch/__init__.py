@@ -18,6 +18,7 @@ from korovod.torch.mpi_ops import (Adasum, Average, HorovodInternalError, Max, M
                                    nccl_built, poll, rank, reducescatter, reducescatter_async,
                                    remove_process_set, rocm_built, shutdown, size, sparse_allreduce_async,
                                    start_timeline, stop_timeline, synchronize)
+from korovod.common.basics import report_progress
 from korovod.common.exceptions import HostsUpdatedInterrupt
 from korovod.torch.functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                                      broadcast_parameters)
@@ -35,6 +36,7 @@ __all__ = [
     "grouped_allgather_async", "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async",
     "grouped_allreduce_async_", "grouped_reducescatter", "grouped_reducescatter_async", "init", "is_homogeneous",
     "is_initialized", "join", "local_rank", "local_size", "mpi_built", "mpi_enabled", "mpi_threads_supported",
-    "nccl_built", "poll", "rank", "reducescatter", "reducescatter_async", "remove_process_set", "rocm_built",
-    "shutdown", "size", "sparse_allreduce_async", "start_timeline", "stop_timeline", "SyncBatchNorm", "synchronize",
+    "nccl_built", "poll", "rank", "reducescatter", "reducescatter_async", "remove_process_set", "report_progress",
+    "rocm_built", "shutdown", "size", "sparse_allreduce_async", "start_timeline", "stop_timeline", "SyncBatchNorm",
+    "synchronize",
 ]
