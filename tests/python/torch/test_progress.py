@@ -3,9 +3,10 @@
 The reporter on a fake clock, topology and writer: when lines are written (first step, interval,
 final line), what they say (rates, samples per second, ETA, null for NaN), who counts (no step
 counted twice, report_progress's step winning), the argument checks and
-KOROVOD_PROGRESS_INTERVAL_SECONDS. Then on the job's real ranks: hvd.report_progress gives rank
-0 a line and every other rank none. Needs torch only for the second part and for tensor
-arguments.
+KOROVOD_PROGRESS_INTERVAL_SECONDS. Then on the job's real ranks: DistributedOptimizer.step()
+(plain, under skip_synchronize, and Adasum where the ranks allow it) and hvd.report_progress
+give rank 0 lines with advancing steps and every other rank none. Needs torch only for the
+second part and for tensor arguments.
 """
 
 import json
@@ -277,6 +278,45 @@ def test_interval_variable_parsing():
 @pytest.fixture
 def lines(monkeypatch):
     return progress_lines.capture(monkeypatch)
+
+
+def _steps(written):
+    return [line["step"] for line in progress_lines.parse(written)]
+
+
+def _train(optimizer, model, steps):
+    for i in range(steps):
+        optimizer.zero_grad()
+        model(torch.full((2, 3), float(hvd.rank() + i))).sum().backward()
+        optimizer.step()
+
+
+def test_distributed_optimizer_steps_give_rank_0_lines_and_other_ranks_none(lines):
+    model = torch.nn.Linear(3, 1)
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01),
+                                         named_parameters=model.named_parameters())
+    _train(optimizer, model, 3)
+    optimizer.zero_grad()
+    model(torch.ones(2, 3)).sum().backward()
+    optimizer.synchronize()  # e.g. to clip the averaged gradients, then:
+    with optimizer.skip_synchronize():
+        optimizer.step()
+    n = hvd.size()
+    if n > 1 and n & (n - 1) == 0:  # Adasum's own optimizer needs a power of 2 ranks (and more than one)
+        adasum = torch.nn.Linear(3, 1)
+        _train(hvd.DistributedOptimizer(torch.optim.SGD(adasum.parameters(), lr=0.01),
+                                        named_parameters=adasum.named_parameters(), op=hvd.Adasum), adasum, 2)
+        expected = [1, 2, 3, 4, 5, 6]
+    else:
+        expected = [1, 2, 3, 4]
+
+    def check():
+        if hvd.rank() == 0:
+            assert _steps(lines) == expected
+            assert all('"source":"optimizer"' in line for line in lines)
+        else:
+            assert lines == []
+    check_on_all_ranks(check)
 
 
 def test_report_progress_on_every_rank_writes_on_rank_0_only(lines):

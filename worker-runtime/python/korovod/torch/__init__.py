@@ -2,6 +2,12 @@
 
 Pure Python over libkorovod's C ABI: nothing is compiled against torch, so one build serves every
 torch version. Importing loads no native library; hvd.init() does.
+
+Progress: global rank 0 prints a `korovod-progress {...}` line (JSON: step, steps per second,
+loss, ETA, ...) at the first DistributedOptimizer.step(), then at most every
+KOROVOD_PROGRESS_INTERVAL_SECONDS (10) and once at the end, for the operator to show in
+MPIJob.status; each step() counts one step. hvd.report_progress(step=, total_steps=, loss=,
+batch_size=, **metrics) adds what the optimizer cannot know (docs/progress.md).
 """
 
 from korovod.torch.compression import Compression

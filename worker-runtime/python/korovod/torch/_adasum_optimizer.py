@@ -18,6 +18,8 @@ from typing import Dict
 
 import torch
 
+from korovod.common._state import state as runtime_state
+from korovod.common.progress import OPTIMIZER
 from korovod.torch._optimizer_hooks import (TOO_MANY_PASSES, ZERO_GRAD_PENDING, hook_ready_gradient,
                                             name_parameters, remove_hooks_with)
 from korovod.torch.mpi_ops import Adasum, allreduce_async_, global_process_set
@@ -117,6 +119,9 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
             self._handles.clear()
             for p in self._delay:
                 self._delay[p] = self.backward_passes_per_step
+        progress = runtime_state.progress
+        if progress.active:  # rank 0's progress lines count the step (docs/progress.md)
+            progress.count(OPTIMIZER)
         return loss
 
     def zero_grad(self, *args, **kwargs):

@@ -15,6 +15,8 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 from korovod.common import settings
+from korovod.common._state import state as runtime_state
+from korovod.common.progress import OPTIMIZER
 from korovod.torch._adasum_optimizer import _DistributedAdasumOptimizer
 from korovod.torch._hook_batch import Batches, TensorFields, name_address
 from korovod.torch._optimizer_hooks import (TOO_MANY_PASSES, ZERO_GRAD_PENDING, duplicates, hook_ready_gradient,
@@ -340,7 +342,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 warnings.warn(_STEP_AFTER_SYNCHRONIZE)
             self.synchronize()
         self._synchronized = False
-        return super().step(closure)
+        loss = super().step(closure)
+        progress = runtime_state.progress
+        if progress.active:  # rank 0's progress lines count the step (docs/progress.md)
+            progress.count(OPTIMIZER)
+        return loss
 
     def zero_grad(self, *args, **kwargs):
         if self._handles or self._batches.busy():
