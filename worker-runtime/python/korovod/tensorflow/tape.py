@@ -3,6 +3,7 @@ ranks (Horovod's horovod.tensorflow.DistributedGradientTape), in eager mode and 
 
 The wrapper is an instance of a subclass of the wrapped tape's own class that takes over the
 recording the wrapped tape made, so it is used after the `with` block as the original would be.
+Each gradient() call is one training step for rank 0's progress lines (_progress.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import tensorflow as tf
 
 from korovod.common.basics import Average
 from korovod.common.process_sets import global_process_set
+from korovod.common.progress import TAPE
+from korovod.tensorflow._progress import count_step
 from korovod.tensorflow.compression import Compression
 from korovod.tensorflow.gradients import GradientReducer, variable_key
 
@@ -47,6 +50,7 @@ class _DistributedGradientTape(tf.GradientTape):
             for i, is_local in enumerate(local):
                 if is_local and result[i] is not None:
                     result[i] = _scaled(result[i], 1.0 / size)
+        count_step(TAPE)
         return tf.nest.pack_sequence_as(gradients, result)
 
     def get_local_and_global_gradients(self, target, sources, output_gradients=None, use_generic_names=False):
