@@ -4,6 +4,13 @@ and horovod.tensorflow.keras): the same objects under both names.
 Works with model.fit on Keras 3's tensorflow backend (Horovod's case) and also on its torch and
 jax backends: the optimizer reduces gradients with the backend's own tensors (see gradients.py),
 the callbacks go through numpy. Nothing here imports TensorFlow unless the backend is tensorflow.
+
+Progress: global rank 0 prints a `korovod-progress {...}` line (JSON: step, total steps, steps per
+second, loss, ETA, ...) at the first step of model.fit, then at most every
+KOROVOD_PROGRESS_INTERVAL_SECONDS (10) and at on_train_end, for the operator to show in
+MPIJob.status. Any korovod callback in the fit feeds it fit's steps, total and batch loss;
+without one, each DistributedOptimizer apply counts a step. report_progress(step=,
+total_steps=, loss=, batch_size=, **metrics) adds the rest (docs/progress.md).
 """
 
 from __future__ import annotations

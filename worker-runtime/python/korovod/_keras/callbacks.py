@@ -9,6 +9,9 @@ run once per epoch or once per job, not per step).
   a Python number captured when the train step is traced, so instead of changing it for one batch
   korovod scales the momentum buffers (optimizer.momentums, e.g. SGD's) by new_lr/old_lr, which
   gives the same update; optimizers without such buffers get no correction.
+
+Every one of them also feeds model.fit's steps, total steps and batch loss to rank 0's progress
+lines (_progress.ProgressCallback: once per batch however many are in the fit).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from korovod._keras._progress import ProgressCallback
 from korovod.common import basics, numpy_ops
 
 
@@ -23,7 +27,7 @@ def _key(variable):
     return variable.ref() if hasattr(variable, "ref") else id(variable)
 
 
-class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
+class BroadcastGlobalVariablesCallback(ProgressCallback):
     """Broadcasts the model's and the optimizer's variables from root_rank after the first batch,
     so every worker continues from the same (random or restored) state."""
 
@@ -64,9 +68,13 @@ def broadcast_variables(variables, root_rank: int, name: str = "broadcast_variab
         variable.assign(value)
 
 
-class MetricAverageCallback(keras.callbacks.Callback):
+class MetricAverageCallback(ProgressCallback):
     """Replaces each metric in the epoch's logs by its mean over all ranks. Put it before
     callbacks that read the metrics (ReduceLROnPlateau, TensorBoard, checkpoints)."""
+
+    # Keras may run batch ends on a thread of its own when every callback allows it: the progress
+    # feed is safe there, and this callback works at epoch ends only.
+    async_safe = True
 
     def __init__(self, device: str = ""):
         super().__init__()
@@ -96,10 +104,12 @@ def _get_lr(optimizer) -> float:
     return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
 
 
-class LearningRateScheduleCallback(keras.callbacks.Callback):
+class LearningRateScheduleCallback(ProgressCallback):
     """Sets the learning rate to initial_lr * multiplier(epoch) between start_epoch and end_epoch
     (exclusive): per epoch with staircase=True, per batch (fractional epochs) otherwise.
     multiplier is a number (exponential decay: multiplier ** (epoch - start_epoch)) or a function."""
+
+    async_safe = True  # it changes the rate at batch begins, which Keras always calls in order
 
     def __init__(self, initial_lr, multiplier, start_epoch=0, end_epoch=None, staircase=True,
                  momentum_correction=True, steps_per_epoch=None):
@@ -136,10 +146,12 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
                 buffer.assign(buffer * ratio)
 
     def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
         if not self.staircase and not self.steps_per_epoch:
             self.steps_per_epoch = self._autodetect_steps_per_epoch()
 
     def on_epoch_begin(self, epoch, logs=None):
+        super().on_epoch_begin(epoch, logs)
         self.current_epoch = epoch
 
     def on_batch_begin(self, batch, logs=None):

@@ -28,6 +28,7 @@ from typing import Any, List
 import keras
 import numpy as np
 
+from korovod._keras._progress import ProgressCallback
 from korovod._keras.callbacks import broadcast_variables
 from korovod.common import basics
 from korovod.common.elastic import ObjectState, run_translating_errors
@@ -114,7 +115,7 @@ class KerasState(VariablesState):
         return list(self.model.variables) + optimizer_variables(self.optimizer)
 
 
-class CommitStateCallback(keras.callbacks.Callback):
+class CommitStateCallback(ProgressCallback):
     """Commits `state` every `batches_per_commit` batches and at the end of every epoch."""
 
     def __init__(self, state, batches_per_commit: int = 1):
@@ -124,9 +125,11 @@ class CommitStateCallback(keras.callbacks.Callback):
         self.batches_remaining = batches_per_commit
 
     def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
         self.batches_remaining = self.batches_per_commit  # the same count on every rank after a reset
 
     def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
         self.batches_remaining -= 1
         if self.batches_remaining == 0:
             self.state.commit()
@@ -136,7 +139,7 @@ class CommitStateCallback(keras.callbacks.Callback):
         self.state.commit()
 
 
-class UpdateBatchStateCallback(keras.callbacks.Callback):
+class UpdateBatchStateCallback(ProgressCallback):
     """Keeps state.batch at the last finished batch of the epoch (0 after an epoch ends).
 
     Horovod's version also shortens the first epoch after a reset by the batches already done
@@ -148,15 +151,18 @@ class UpdateBatchStateCallback(keras.callbacks.Callback):
         self.state = state
 
     def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
         self.state.batch = batch
 
     def on_epoch_end(self, epoch, logs=None):
         self.state.batch = 0
 
 
-class UpdateEpochStateCallback(keras.callbacks.Callback):
+class UpdateEpochStateCallback(ProgressCallback):
     """Keeps state.epoch at the number of epochs finished, counted across resets (fit's own
     epoch numbers restart with every call)."""
+
+    async_safe = True  # it works at epoch boundaries; its batch end is only the progress feed
 
     def __init__(self, state):
         super().__init__()
@@ -165,10 +171,12 @@ class UpdateEpochStateCallback(keras.callbacks.Callback):
         self.first_epoch = None
 
     def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
         self.initial_epoch = self.state.epoch
         self.first_epoch = None
 
     def on_epoch_begin(self, epoch, logs=None):
+        super().on_epoch_begin(epoch, logs)
         # fit numbers epochs from its initial_epoch argument (Horovod's examples pass none and
         # shorten `epochs` instead): count from the first one this fit runs, either way.
         if self.first_epoch is None:

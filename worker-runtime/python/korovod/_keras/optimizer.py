@@ -11,14 +11,19 @@ their mean with average_aggregated_gradients) and reduces and applies them on th
 steps in between only count the optimizer's iterations. Supported on the tensorflow and torch
 backends (it needs a conditional update; the JAX backend's jitted step cannot hold a host
 callback inside lax.cond reliably).
+
+Each apply() is one training step for rank 0's progress lines (_progress.py; with
+backward_passes_per_step > 1, each pass), except while korovod's callbacks feed a model.fit.
 """
 
 from __future__ import annotations
 
 import keras
 
+from korovod._keras._progress import step_counter
 from korovod._keras.compression import Compression
 from korovod._keras.gradients import KerasGradientReducer
+from korovod.common._state import state as runtime_state
 from korovod.common.basics import Average, Sum
 from korovod.common.process_sets import global_process_set
 
@@ -36,7 +41,8 @@ class _DistributedOptimizer:
         for name, value in (("_korovod_reducer", reducer), ("_korovod_passes", backward_passes_per_step),
                             ("_korovod_average_aggregated", average_aggregated_gradients),
                             ("_korovod_local", set()), ("process_set", process_set),
-                            ("scale_local_gradients", scale_local_gradients)):
+                            ("scale_local_gradients", scale_local_gradients),
+                            ("_korovod_count_step", step_counter(reducer.backend))):
             object.__setattr__(self, name, value)
 
     @property
@@ -71,10 +77,14 @@ class _DistributedOptimizer:
         variables = list(trainable_variables) if trainable_variables is not None else list(self._trainable_variables)
         grads = list(grads)
         if self._korovod_passes == 1:
-            return super().apply(self._korovod_reduce(grads, variables), trainable_variables)
-        if not self.built:
-            self.build(variables)
-        return self._korovod_apply_accumulated(grads, variables, trainable_variables)
+            result = super().apply(self._korovod_reduce(grads, variables), trainable_variables)
+        else:
+            if not self.built:
+                self.build(variables)
+            result = self._korovod_apply_accumulated(grads, variables, trainable_variables)
+        if runtime_state.progress.active:
+            self._korovod_count_step()
+        return result
 
     def _korovod_apply_accumulated(self, grads, variables, trainable_variables):
         passes = self._korovod_passes

@@ -7,6 +7,14 @@ API: nothing is compiled against TensorFlow's headers, so one build serves every
 (tf.function, tf.compat.v1 sessions) the collectives are asynchronous KorovodAllreduce, ...
 kernels, or tf.py_functions where those do not apply (see _graph.py: no XLA either way).
 Importing loads no native library; hvd.init() and the first graph collective do.
+
+Progress: global rank 0 prints a `korovod-progress {...}` line (JSON: step, steps per second,
+loss, ETA, ...) at the first counted step, then at most every KOROVOD_PROGRESS_INTERVAL_SECONDS
+(10) and once at the end, for the operator to show in MPIJob.status. Each
+DistributedGradientTape.gradient() call counts one step, inside a tf.function too (counter ops in
+rank 0's graph), and so does each apply of a Keras DistributedOptimizer;
+hvd.report_progress(step=, total_steps=, loss=, batch_size=, **metrics) adds what they cannot know
+(docs/progress.md).
 """
 
 from __future__ import annotations
