@@ -39,3 +39,36 @@ expect_trained() {
   [[ -z $left ]] || fail "processes left behind: $left"
   echo "PASS: final test accuracy $accuracy > $min"
 }
+
+# expect_progress OUT SOURCE [KEY...]: rank 0's progress lines (docs/progress.md) are in OUT: at
+# least two (the first step's and the final one), each `korovod-progress {JSON}` with a step, the
+# steps rising (a second rank printing the same steps would repeat them), counted by SOURCE, and
+# the last one with every KEY. Prints the lines' count and the last one.
+expect_progress() {
+  local out=$1 source=$2
+  shift 2
+  /usr/bin/python3 - "$out" "$source" "$@" <<'PY' || fail "progress lines (above)"
+import json
+import re
+import sys
+
+out, source, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
+lines = [json.loads(m.group(1)) for m in (re.search(r"korovod-progress (\{.*\})\s*$", line)
+                                          for line in open(out, errors="replace")) if m]
+steps = [line.get("step") for line in lines]
+problems = []
+if len(lines) < 2:
+    problems.append(f"{len(lines)} progress line(s), expected the first step's and a final one")
+if None in steps or steps != sorted(set(steps)):
+    problems.append(f"steps {steps} do not rise (or a line has none)")
+if any(line.get("source") != source for line in lines):
+    problems.append(f"sources {[line.get('source') for line in lines]}, expected {source}")
+if lines and [key for key in keys if key not in lines[-1]]:
+    problems.append(f"the last line lacks {[key for key in keys if key not in lines[-1]]}")
+for problem in problems:
+    print(f"progress: {problem}", file=sys.stderr)
+if lines:
+    print(f"progress: {len(lines)} line(s), the last {json.dumps(lines[-1])}")
+sys.exit(1 if problems else 0)
+PY
+}

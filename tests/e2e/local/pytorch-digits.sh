@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's main command: `korovod run examples/pytorch/pytorch_digits.yaml` trains the digits
-# convnet with korovod.torch on two worker pods; the job Succeeds, every epoch is reported, the
-# final test accuracy exceeds MIN_ACCURACY, and nothing is left running.
+# convnet with korovod.torch on two worker pods; the job Succeeds, every epoch is reported, rank 0
+# alone prints progress lines counted by DistributedOptimizer.step(), the final test accuracy
+# exceeds MIN_ACCURACY, and nothing is left running.
 # Needs what local pods use: /usr/bin/python3 with torch and scikit-learn, build/bin's copy of
 # the script and build/python's korovod package.
 source "$(dirname "$0")/lib.sh"
@@ -26,4 +27,5 @@ expect_in "$TEST_DIR/out" '\] digits: [0-9]+ training and [0-9]+ test samples, 2
 epoch_line='\] epoch +[0-9]+/15: train loss [0-9.]+ accuracy [0-9.]+ \| test loss [0-9.]+ accuracy'
 epochs=$(grep -Ec "$epoch_line" "$TEST_DIR/out" || true)
 [[ $epochs == 15 ]] || fail "expected 15 epoch lines from rank 0, got $epochs"
+expect_progress "$TEST_DIR/out" optimizer steps_per_second elapsed_seconds last_step_time
 expect_trained "$TEST_DIR/out" "$MIN_ACCURACY" "$work"

@@ -2,7 +2,9 @@
 # usage: tensorflow-digits.sh MANIFEST EPOCHS
 # `korovod run examples/tensorflow/MANIFEST` trains the digits model with korovod.keras (model.fit)
 # or korovod.tensorflow (a GradientTape loop) on two worker pods: the job Succeeds, rank 0 reports
-# every epoch, the final test accuracy exceeds MIN_ACCURACY, and nothing is left running.
+# every epoch, rank 0 alone prints progress lines (model.fit's: fed by korovod's callbacks, with
+# the total steps and the loss; the loop's: counted by the tape inside its tf.function), the
+# final test accuracy exceeds MIN_ACCURACY, and nothing is left running.
 # Needs build/bin/korovod-tf-python to find a Python with TensorFlow (the build configured with
 # KOROVOD_TF_VENV, as scripts/setup --for-tests does), build/bin's copy of the script and
 # build/python's korovod package.
@@ -28,4 +30,9 @@ expect_in "$TEST_DIR/out" "MPIJob default/$(basename "$manifest" .yaml | tr _ -)
 expect_in "$TEST_DIR/out" '\] digits: [0-9]+ training and [0-9]+ test samples, 2 rank\(s\)' "start line"
 epochs=$(grep -Ec "\] epoch +[0-9]+/$epochs_expected: train loss [0-9.]+ accuracy [0-9.]+" "$TEST_DIR/out" || true)
 [[ $epochs == "$epochs_expected" ]] || fail "expected $epochs_expected epoch lines from rank 0, got $epochs"
+if [[ $script == keras_digits.py ]]; then
+  expect_progress "$TEST_DIR/out" keras total_steps loss eta_seconds steps_per_second
+else
+  expect_progress "$TEST_DIR/out" tape steps_per_second elapsed_seconds last_step_time
+fi
 expect_trained "$TEST_DIR/out" "$MIN_ACCURACY" "$work"
