@@ -88,7 +88,7 @@ def global_sums(values, name: str) -> torch.Tensor:
     return hvd.allreduce(torch.tensor(values, dtype=torch.float64), name=name, op=hvd.Sum)
 
 
-def train_epoch(model, optimizer, loader, epoch: int):
+def train_epoch(model, optimizer, loader, epoch: int, epochs: int):
     model.train()
     loader.sampler.set_epoch(epoch)  # a new shuffle every epoch, the same on every rank
     loss_sum, correct, seen = 0.0, 0, 0
@@ -97,7 +97,9 @@ def train_epoch(model, optimizer, loader, epoch: int):
         out = model(images)
         loss = F.cross_entropy(out, labels)
         loss.backward()
-        optimizer.step()
+        optimizer.step()  # korovod counts the step for the job's progress (docs/progress.md)
+        # What only the script knows, for the progress: total steps, loss and batch size.
+        hvd.report_progress(total_steps=epochs * len(loader), loss=loss, batch_size=len(labels))
         loss_sum += loss.item() * len(labels)
         correct += int((out.argmax(1) == labels).sum())
         seen += len(labels)
@@ -159,7 +161,7 @@ def main(argv=None) -> None:
     start = time.monotonic()
     for epoch in range(1, args.epochs + 1):
         t0 = time.monotonic()
-        train_loss, train_acc = train_epoch(model, optimizer, loader, epoch)
+        train_loss, train_acc = train_epoch(model, optimizer, loader, epoch, args.epochs)
         schedule.step()
         test_loss, test_acc, _, _ = evaluate(model, test_set, epoch)
         log(f"epoch {epoch:2d}/{args.epochs}: train loss {train_loss:.4f} "
