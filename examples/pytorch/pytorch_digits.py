@@ -99,7 +99,7 @@ def train_epoch(model, optimizer, loader, epoch: int, epochs: int):
         loss.backward()
         optimizer.step()  # korovod counts the step for the job's progress (docs/progress.md)
         # What only the script knows, for the progress: total steps, loss and batch size.
-        hvd.report_progress(total_steps=epochs * len(loader), loss=loss, batch_size=len(labels))
+        hvd.report_progress(total_steps=epochs * len(loader), loss=loss, batch_size=loader.batch_size)
         loss_sum += loss.item() * len(labels)
         correct += int((out.argmax(1) == labels).sum())
         seen += len(labels)
