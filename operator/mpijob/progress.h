@@ -28,7 +28,8 @@ std::optional<kube::Object> last_progress_line(std::string_view log);
 
 // status.progress from a progress line: step, totalSteps, stepsPerSecond, samplesPerSecond,
 // loss, metrics, elapsedSeconds, lastStepTime, etaSeconds, eta ("2m10s"), source, and where the
-// line was read: launcherPod and launcherRestarts (its container's restartCount then). Fields of
+// line was read: launcherPod and launcherRestarts (its container's restartCount then). Numbers keep
+// six significant digits. Fields of
 // the wrong type are dropped; a line without a step gives nullopt.
 std::optional<kube::Object> progress_status(const kube::Object& line, const std::string& launcher_pod,
                                             int64_t launcher_restarts = 0);

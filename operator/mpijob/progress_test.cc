@@ -44,6 +44,9 @@ TEST(ProgressStatus, KeepsKnownFieldsInCamelCaseWithTheEtaForPeople) {
   EXPECT_EQ((*p)["eta"], "2m10s");
   EXPECT_EQ((*p)["source"], "keras");
   EXPECT_EQ((*p)["launcherPod"], "pi-launcher-x1");
+  // Six significant digits: what the printer columns show.
+  const auto long_loss = progress_status({{"step", 1}, {"loss", 0.005235182121396065}}, "pod");
+  EXPECT_EQ((*long_loss)["loss"], 0.00523518);
 }
 
 TEST(ProgressStatus, DropsWhatAScriptMustNotPutIntoTheStatus) {
