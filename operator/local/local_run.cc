@@ -28,6 +28,7 @@
 #include "local/manifest/yaml_json.h"
 #include "mpijob/builders.h"
 #include "mpijob/defaults.h"
+#include "mpijob/launch_mode.h"
 #include "mpijob/progress.h"
 #include "mpijob/schema_types.h"
 #include "mpijob/validation.h"
@@ -224,6 +225,10 @@ void adjust_launch(const RunOptions& o, const kube::Object& manifest, const fs::
   mpijob::MPIJob job(manifest);
   mpijob::apply_defaults(job);
   const std::string ssh_path = job.ssh_auth_mount_path();
+  if (o.ssh && mpijob::launch_mode(job) == mpijob::LaunchMode::Agent) {
+    throw std::invalid_argument("--ssh runs the ssh path, and " + job.name() + " asks for " +
+                                mpijob::kAnnotationLaunch + ": agent (no sshd); run it without --ssh");
+  }
   if (!o.ssh) {
     wire_for_rsh_agent(pod, launch, o.bin_dir, work / "rsh-as-ssh");
   } else if (role == "worker" && is_default_sshd(launch)) {

@@ -69,6 +69,50 @@ TEST(Builders, OverridesGolden) {
   testing::expect_golden("overrides", all_objects(job, opts));
 }
 
+// korovod.io/launch: agent: workers without a command run korovod's agent, no ssh volume,
+// the launcher's rsh agent is korovod-agent's, and every pod is filled up for `restricted`.
+TEST(Builders, AgentLaunchGolden) {
+  kube::Object job = pi_job(2, "OpenMPI");
+  job["metadata"]["annotations"] = {{"korovod.io/launch", "agent"}};
+  auto& w = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0];
+  w.erase("command");
+  w.erase("args");
+  testing::expect_golden("agent", all_objects(job, {}));
+}
+
+// What the template sets is kept: a container's runAsUser means no pod-level uid is chosen, a
+// container's capabilities.drop and the pod's seccompProfile stay as written.
+TEST(Builders, AgentModeKeepsTheTemplatesSecuritySettings) {
+  kube::Object obj = pi_job(1, "OpenMPI");
+  obj["metadata"]["annotations"] = {{"korovod.io/launch", "agent"}};
+  auto& spec = obj["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"];
+  spec["securityContext"] = {{"seccompProfile", {{"type", "Localhost"}, {"localhostProfile", "p.json"}}}};
+  spec["containers"][0]["securityContext"] = {{"runAsUser", 2000}, {"capabilities", {{"drop", {"NET_RAW"}}}}};
+  spec["initContainers"] = {{{"name", "init"}, {"image", "busybox"}}};
+  MPIJob job(obj);
+  apply_defaults(job);
+  const kube::Object pod = build_worker_pod(job, 0, {});
+  const kube::Object& sc = pod["spec"]["securityContext"];
+  EXPECT_EQ(sc["runAsNonRoot"], true);
+  EXPECT_FALSE(sc.contains("runAsUser")) << sc.dump();
+  EXPECT_EQ(sc["seccompProfile"]["type"], "Localhost");
+  const kube::Object& c = pod["spec"]["containers"][0]["securityContext"];
+  EXPECT_EQ(c["runAsUser"], 2000);
+  EXPECT_EQ(c["capabilities"]["drop"], kube::Object({"NET_RAW"}));
+  EXPECT_EQ(c["allowPrivilegeEscalation"], false);
+  const kube::Object& init = pod["spec"]["initContainers"][0]["securityContext"];
+  EXPECT_EQ(init["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(init["capabilities"]["drop"], kube::Object({"ALL"}));
+  // The worker's own command stays.
+  EXPECT_EQ(pod["spec"]["containers"][0]["command"], job.pod_template(ReplicaType::Worker)["spec"]["containers"][0]["command"]);
+}
+
+TEST(Builders, SshLaunchIsTheDefaultAndUnchanged) {
+  kube::Object with = pi_job(2, "OpenMPI");
+  with["metadata"]["annotations"] = {{"korovod.io/launch", "ssh"}};
+  EXPECT_EQ(all_objects(with, {}), all_objects(pi_job(2, "OpenMPI"), {}));
+}
+
 TEST(Builders, TheLauncherJobHasNoTtlOfItsOwn) {
   MPIJob job(pi_job(2, "OpenMPI"));
   apply_defaults(job);

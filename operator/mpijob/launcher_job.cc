@@ -1,5 +1,6 @@
 // The launcher: a batch/v1 Job <job>-launcher (the reference's newLauncherJob and
-// newLauncherPodTemplate), plus korovod's network profile.
+// newLauncherPodTemplate), plus korovod's network profile and launch mode (launch_mode.h).
+#include "mpijob/launch_mode.h"
 #include "mpijob/pod_template_util.h"
 
 namespace mpijob {
@@ -29,6 +30,12 @@ void add_launcher_env(kube::Object& c, const MPIJob& job) {
       detail::append_env(c, "HYDRA_HOST_FILE", hostfile_path);
       detail::append_env(c, "HYDRA_LAUNCH_EXTRA_ARGS", kConnectionAttempts);
       break;
+  }
+  if (launch_mode(job) == LaunchMode::Agent) {
+    // mpirun (Open MPI, validation allows no other in this mode) and korovodrun reach the
+    // workers' agents instead of their sshd.
+    detail::append_env(c, "OMPI_MCA_plm_rsh_agent", kAgentRsh);
+    detail::append_env(c, "KOROVOD_RSH_AGENT", kAgentRsh);
   }
   if (!job.run_launcher_as_worker()) {
     // mpirun alone needs no GPU: hide the node's GPUs from a launcher scheduled on a GPU node.
@@ -64,11 +71,13 @@ kube::Object build_launcher_pod_template(const MPIJob& job, const BuildOptions& 
   add_launcher_env(container, job);
   apply_network_profile(resolve_network_profile(job, opts.network), job.mpi_implementation(),
                         /*runs_ranks=*/job.run_launcher_as_worker(), container);
-  detail::setup_ssh(spec, job);
+  const LaunchMode mode = launch_mode(job);
+  if (mode == LaunchMode::Ssh) detail::setup_ssh(spec, job);
   detail::setup_job_secret(spec, job);
   detail::set_restart_policy(spec, job, ReplicaType::Launcher);
   spec["volumes"].push_back(config_volume(job));
   container["volumeMounts"].push_back({{"name", kConfigVolume}, {"mountPath", kConfigMountPath}});
+  if (mode == LaunchMode::Agent) apply_restricted_defaults(spec);
 
   kube::Object meta = {{"labels", t["metadata"]["labels"]}};
   if (t["metadata"].contains("annotations")) meta["annotations"] = t["metadata"]["annotations"];

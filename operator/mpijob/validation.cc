@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "mpijob/launch_mode.h"
 #include "mpijob/membership.h"
 #include "mpijob/schema_types.h"
 
@@ -134,6 +135,16 @@ void validate_annotations(Errors& errs, const MPIJob& job) {
   if (!elastic.empty() && elastic != "true" && elastic != "false") {
     errs.push_back(not_supported(std::string("metadata.annotations[") + kAnnotationElastic + "]",
                                  elastic, {"true", "false"}));
+  }
+  const std::string launch = job.annotation(kAnnotationLaunch);
+  if (!launch.empty() && launch != "ssh" && launch != "agent") {
+    errs.push_back(not_supported(std::string("metadata.annotations[") + kAnnotationLaunch + "]",
+                                 launch, {"agent", "ssh"}));
+  } else if (launch == "agent" && job.mpi_implementation() != MpiImplementation::OpenMPI) {
+    // korovod-agent rsh stands in for Open MPI's rsh agent and korovodrun's ssh; Intel MPI's and
+    // MPICH's Hydra bootstraps have not been tried with it.
+    errs.push_back(invalid("spec.mpiImplementation", member<std::string>(child(job.json(), "spec"), "mpiImplementation").value_or(""),
+                           std::string("korovod.io/launch: agent needs OpenMPI (mpirun or korovodrun in the launcher)")));
   }
 }
 

@@ -18,6 +18,23 @@ std::vector<std::string> errors_of(kube::Object obj) {
 
 TEST(Validation, PiExampleIsValid) { EXPECT_TRUE(errors_of(testing::pi_job()).empty()); }
 
+TEST(Validation, LaunchAnnotationIsSshOrAgentAndAgentNeedsOpenMpi) {
+  kube::Object job = testing::pi_job();
+  job["metadata"]["annotations"] = {{"korovod.io/launch", "agent"}};
+  EXPECT_TRUE(errors_of(job).empty());
+  job["metadata"]["annotations"]["korovod.io/launch"] = "sshd";
+  auto errs = errors_of(job);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0],
+            "metadata.annotations[korovod.io/launch]: Unsupported value: \"sshd\": supported values: \"agent\", \"ssh\"");
+  kube::Object intel = testing::pi_job(2, "Intel");
+  intel["metadata"]["annotations"] = {{"korovod.io/launch", "agent"}};
+  errs = errors_of(intel);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0], "spec.mpiImplementation: Invalid value: Intel: korovod.io/launch: agent needs OpenMPI "
+                                 "(mpirun or korovodrun in the launcher)");
+}
+
 TEST(Validation, NameStartingWithDigitIsRejected) {
   kube::Object job = testing::pi_job();
   job["metadata"]["name"] = "1-foo";

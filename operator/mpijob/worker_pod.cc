@@ -1,4 +1,6 @@
-// Worker pods <job>-worker-<i> (the reference's newWorker), plus korovod's network profile.
+// Worker pods <job>-worker-<i> (the reference's newWorker), plus korovod's network profile and
+// launch mode (launch_mode.h).
+#include "mpijob/launch_mode.h"
 #include "mpijob/pod_template_util.h"
 
 namespace mpijob {
@@ -11,12 +13,19 @@ void add_dns_search(kube::Object& spec, const MPIJob& job, const BuildOptions& o
   searches.push_back(job.name() + "." + job.ns() + ".svc." + domain);
 }
 
-void default_to_sshd(kube::Object& container) {
+// A worker whose container says neither command nor args runs the image's sshd, or in agent
+// mode korovod's agent.
+void default_command(kube::Object& container, LaunchMode mode) {
   const auto& command = child(container, "command");
   const auto& args = child(container, "args");
   const bool no_command = !command.is_array() || command.empty();
   const bool no_args = !args.is_array() || args.empty();
-  if (no_command && no_args) container["command"] = {"/usr/sbin/sshd", "-De"};
+  if (!no_command || !no_args) return;
+  if (mode == LaunchMode::Agent) {
+    container["command"] = {kAgentServe[0], kAgentServe[1]};
+  } else {
+    container["command"] = {"/usr/sbin/sshd", "-De"};
+  }
 }
 
 }  // namespace
@@ -32,11 +41,13 @@ kube::Object build_worker_pod(const MPIJob& job, int32_t index, const BuildOptio
   detail::set_host_identity(spec, job, name);
   add_dns_search(spec, job, opts);
   detail::set_restart_policy(spec, job, ReplicaType::Worker);
+  const LaunchMode mode = launch_mode(job);
   auto& container = detail::main_container(t);
-  default_to_sshd(container);
+  default_command(container, mode);
   detail::append_env(container, "K_MPI_JOB_ROLE", "worker");
-  detail::setup_ssh(spec, job);
+  if (mode == LaunchMode::Ssh) detail::setup_ssh(spec, job);
   detail::setup_job_secret(spec, job);
+  if (mode == LaunchMode::Agent) apply_restricted_defaults(spec);
   apply_network_profile(resolve_network_profile(job, opts.network), job.mpi_implementation(),
                         /*runs_ranks=*/true, container);
   if (!opts.gang_scheduler.empty()) decorate_for_gang_scheduling(job, opts, t);

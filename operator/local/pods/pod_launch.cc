@@ -82,6 +82,15 @@ bool is_default_sshd(const LaunchSpec& l) {
 
 namespace {
 
+// The operator's default worker command in either launch mode (mpijob/launch_mode.h).
+bool is_default_worker_command(const LaunchSpec& l) {
+  return is_default_sshd(l) || l.command == std::vector<std::string>{"korovod-agent", "serve"};
+}
+
+}  // namespace
+
+namespace {
+
 // <shim_dir>/ssh -> <bin_dir>/korovod-rsh, made once (pods of one run share it).
 void install_ssh_shim(const fs::path& bin_dir, const fs::path& shim_dir) {
   const fs::path link = shim_dir / "ssh", target = bin_dir / "korovod-rsh";
@@ -100,12 +109,16 @@ void wire_for_rsh_agent(const kube::Object& pod, LaunchSpec& launch, const fs::p
                         const fs::path& shim_dir) {
   set_env(launch.env, "KOROVOD_POD_NAMESPACE", kube::namespace_of(pod));
   const std::string role = job_role(pod);
-  if (role == "worker" && is_default_sshd(launch)) {
+  if (role == "worker" && is_default_worker_command(launch)) {
     launch.command = {"/bin/sh", "-c",
                       "echo \"local worker $(hostname): ready for mpirun (korovod-rsh)\"; "
                       "exec sleep infinity"};
   } else if (role == "launcher") {
     set_env(launch.env, "OMPI_MCA_plm_rsh_agent", (bin_dir / "korovod-rsh").string());
+    // A job in agent mode tells korovodrun to use korovod-agent's rsh; locally it is korovod-rsh.
+    if (get_env(launch.env, "KOROVOD_RSH_AGENT")) {
+      set_env(launch.env, "KOROVOD_RSH_AGENT", (bin_dir / "korovod-rsh").string());
+    }
     install_ssh_shim(bin_dir, shim_dir);
     const std::string path = get_env(launch.env, "PATH").value_or("");
     set_env(launch.env, "PATH", shim_dir.string() + (path.empty() ? "" : ":" + path));

@@ -84,5 +84,25 @@ TEST_F(BuildTreeTest, LauncherGetsTheRshAgentAsMpirunsAgentAndAsSsh) {
   EXPECT_EQ(get_env(w.env, "PATH"), "/usr/bin") << "only the launcher's ssh is the agent";
 }
 
+// korovod.io/launch: agent: the worker's default `korovod-agent serve` is kept up like sshd, and
+// the launcher's korovodrun gets korovod-rsh in place of korovod-agent's rsh.
+TEST_F(BuildTreeTest, AgentModeJobsRunThroughTheLocalRshAgentToo) {
+  auto pod = kube::Object::parse(R"({"metadata": {"name": "a-launcher", "namespace": "ns",
+      "labels": {"training.kubeflow.org/job-role": "launcher"}}, "spec": {}})");
+  LaunchDefaults d;
+  d.host_path_env = "/usr/bin";
+  LaunchSpec launch = container_launch(pod, kube::Object::parse(R"({"name": "l", "args": ["true"]})"),
+                                       EnvList{{"KOROVOD_RSH_AGENT", "korovod-agent rsh"}}, {}, "/tmp/pod", d);
+  wire_for_rsh_agent(pod, launch, root / "bin", root / "shim");
+  EXPECT_EQ(get_env(launch.env, "KOROVOD_RSH_AGENT"), (root / "bin" / "korovod-rsh").string());
+  auto worker = kube::Object::parse(R"({"metadata": {"name": "a-worker-0", "namespace": "ns",
+      "labels": {"training.kubeflow.org/job-role": "worker"}}, "spec": {}})");
+  LaunchSpec w = container_launch(worker, kube::Object::parse(R"({"name": "w", "command": ["korovod-agent", "serve"]})"),
+                                  {}, {}, "/tmp/pod", d);
+  wire_for_rsh_agent(worker, w, root / "bin", root / "shim");
+  ASSERT_EQ(w.command.size(), 3u);
+  EXPECT_NE(w.command[2].find("sleep infinity"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace local
