@@ -35,7 +35,7 @@ void write_str(const char* s) { (void)!write(2, s, std::strlen(s)); }
 
 // In the child, between fork and exec: async-signal-safe calls only.
 [[noreturn]] void exec_child(const ExecArrays& exec, const SpawnOptions& options, ChildFds fds, pid_t parent) {
-  setpgid(0, 0);
+  if (!options.new_session || setsid() < 0) setpgid(0, 0);
   if (options.parent_death_signal != 0) {
     prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
     if (getppid() != parent) _exit(127);  // the parent died before the prctl
@@ -124,7 +124,10 @@ Result<Child> spawn(const ExecArrays& exec, const SpawnOptions& options) {
   const pid_t pid = fork();
   if (pid < 0) return Status::unknown(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) exec_child(exec, options, fds, parent);
-  setpgid(pid, pid);  // also here, so that a signal sent right after the start reaches the group
+  // Also here, so that a signal sent right after the start reaches the group; not for a new
+  // session, which setsid() can only start in a child that leads no group yet (the child may
+  // still be before it: a caller signalling the group then signals the pid too).
+  if (!options.new_session) setpgid(pid, pid);
   if (options.stdin_pipe && !options.stdin_data.empty()) write_stdin(in.write, options.stdin_data);
   Child child;
   child.pid = pid;

@@ -51,11 +51,12 @@ struct SpawnOptions {
   std::string stdin_data;         // with stdin_pipe: written at once (well below 64 KiB: a line)
   bool merge_output = false;      // stderr on stdout's pipe
   int parent_death_signal = 0;    // sent to the child when the caller dies (PR_SET_PDEATHSIG); 0: none
+  bool new_session = false;       // setsid() (as sshd starts a command) instead of only a new group
   std::string who = "korovod";    // names the caller in "<who>: cannot execute <program> (errno N)"
 };
 
 struct Child {
-  pid_t pid = -1;  // also the id of its process group
+  pid_t pid = -1;  // also the id of its process group (and session, with new_session)
   Fd out;          // read end of stdout (and stderr with merge_output)
   Fd err;          // read end of stderr; invalid with merge_output
   Fd in;           // write end of stdin with stdin_pipe
