@@ -87,6 +87,9 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawFlags& raw) {
   hosts->excludes(hostfile);
   app.add_option("-p,--ssh-port", o.ssh_port, "ssh port on every host")->check(CLI::Range(1, 65535));
   app.add_option("-i,--ssh-identity-file", o.ssh_identity_file, "ssh private key for every host");
+  app.add_option("--rsh-agent", o.rsh_agent,
+                 "command that runs in ssh's place for remote ranks, e.g. \"korovod-agent rsh\" (docs/agent.md); "
+                 "default: KOROVOD_RSH_AGENT, else ssh");
   app.add_option("--network-interface", raw.interface_each,
                  "interface the ranks talk over (KOROVOD_IFACE, NCCL_SOCKET_IFNAME; mpirun: btl_tcp_if_include); "
                  "repeatable")

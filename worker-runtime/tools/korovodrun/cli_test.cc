@@ -20,6 +20,15 @@ TEST(Cli, HorovodrunSpellingsAndTheCommandsOwnFlags) {
   EXPECT_EQ(p.options.command, (Words{"python", "train.py", "-np", "9", "--verbose"}));
 }
 
+TEST(Cli, RshAgentFlag) {
+  const ParsedCommandLine p =
+      parse_command_line({"-np", "2", "-H", "a:1,b:1", "--rsh-agent", "korovod-agent rsh -p 2300", "prog"});
+  ASSERT_FALSE(p.exit_code);
+  EXPECT_EQ(p.options.rsh_agent, "korovod-agent rsh -p 2300");
+  EXPECT_EQ(p.options.command, Words{"prog"});
+  EXPECT_EQ(parse_command_line({"-np", "2", "prog"}).options.rsh_agent, "");
+}
+
 TEST(Cli, TuningFlags) {
   const ParsedCommandLine p = parse_command_line(
       {"--num-proc", "2", "-hostfile", "hf", "--start-timeout", "60", "--timeline-filename", "t.json",

@@ -78,10 +78,7 @@ class LiveWorld : public ElasticWorld {
     EnvMap env = merged(merged(plan.caller_env, tuning_env(options_)), elastic_worker_env(w, plan.rendezvous, timeout_seconds));
     ProcessSpec spec;
     if (remote) {
-      SshOptions ssh;
-      ssh.port = options_.ssh_port;
-      ssh.identity_file = options_.ssh_identity_file;
-      ssh.connect_timeout = options_.start_timeout_seconds;
+      const SshOptions ssh = ssh_options_for(options_, plan.caller_env);
       spec.argv = ssh_command(w.host, ssh, remote_rank_script(options_.command, env, plan.cwd, plan.grace_seconds, secret));
       spec.env = plan.caller_env;
       spec.stdin_pipe = true;

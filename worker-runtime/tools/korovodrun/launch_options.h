@@ -18,6 +18,7 @@ struct LaunchOptions {
   std::string hostfile;             // --hostfile
   std::optional<int> ssh_port;      // -p
   std::string ssh_identity_file;    // -i
+  std::string rsh_agent;            // --rsh-agent: what runs in ssh's place (words split on spaces)
   std::vector<std::string> network_interfaces;  // --network-interface(s); the first one is used
   std::optional<int> start_timeout_seconds;     // --start-timeout
   std::string timeline_filename;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sstream>
+
 #include "rank_env.h"
 
 namespace korovod::launcher {
@@ -31,7 +33,30 @@ std::string remote_rank_script(const std::vector<std::string>& command, const En
       secret, shell_quote(cwd), rank, shell_quote(watcher));
 }
 
+SshOptions ssh_options_for(const LaunchOptions& options, const EnvMap& env) {
+  SshOptions ssh;
+  ssh.port = options.ssh_port;
+  ssh.identity_file = options.ssh_identity_file;
+  ssh.connect_timeout = options.start_timeout_seconds;
+  std::string agent = options.rsh_agent;
+  if (agent.empty()) {
+    auto it = env.find("KOROVOD_RSH_AGENT");
+    if (it != env.end()) agent = it->second;
+  }
+  std::istringstream words(agent);
+  for (std::string word; words >> word;) ssh.agent.push_back(word);
+  return ssh;
+}
+
 std::vector<std::string> ssh_command(const std::string& host, const SshOptions& o, const std::string& script) {
+  if (!o.agent.empty()) {
+    // The agent has its own start timeout (korovod-agent: KOROVOD_AGENT_CONNECT_TIMEOUT) and no key.
+    std::vector<std::string> argv = o.agent;
+    if (o.port) argv.insert(argv.end(), {"-p", std::to_string(*o.port)});
+    argv.push_back(host);
+    argv.push_back(script);
+    return argv;
+  }
   std::vector<std::string> argv{"ssh", "-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no",
                                 "-o", "BatchMode=yes"};
   if (o.connect_timeout) argv.insert(argv.end(), {"-o", fmt::format("ConnectTimeout={}", *o.connect_timeout)});

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "korovod/config.h"
+#include "launch_options.h"
 
 namespace korovod::launcher {
 
@@ -28,7 +29,14 @@ struct SshOptions {
   std::optional<int> port;             // -p
   std::string identity_file;           // -i
   std::optional<int> connect_timeout;  // seconds (--start-timeout)
+  // --rsh-agent, else KOROVOD_RSH_AGENT, split on spaces (e.g. "korovod-agent rsh"): runs in
+  // ssh's place; empty: ssh.
+  std::vector<std::string> agent;
 };
+
+// The SshOptions of korovodrun's flags; `env` (korovodrun's) gives KOROVOD_RSH_AGENT when
+// --rsh-agent is not given.
+SshOptions ssh_options_for(const LaunchOptions& options, const EnvMap& env);
 
 // The command line for the remote login shell: cd to `cwd` (as horovodrun, failure ignored),
 // then the wrapper above running `env NAME=VALUE... command...` (exportable variables only).
@@ -38,6 +46,7 @@ std::string remote_rank_script(const std::vector<std::string>& command, const En
 
 // ssh -o PasswordAuthentication=no -o StrictHostKeyChecking=no -o BatchMode=yes
 //     [-o ConnectTimeout=S] [-p PORT] [-i KEY] host script
+// or, with an agent (docs/agent.md): <agent words> [-p PORT] host script
 std::vector<std::string> ssh_command(const std::string& host, const SshOptions& options, const std::string& script);
 
 }  // namespace korovod::launcher

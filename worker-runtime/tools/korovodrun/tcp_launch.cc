@@ -27,10 +27,7 @@ Result<std::vector<HostSlots>> hosts_from_options(const LaunchOptions& o) {
 std::vector<RankLaunch> plan_ranks(const LaunchOptions& o, const std::vector<SlotAssignment>& slots,
                                    const RankPlanInputs& in) {
   const EnvMap job_env = merged(in.caller_env, tuning_env(o));
-  SshOptions ssh;
-  ssh.port = o.ssh_port;
-  ssh.identity_file = o.ssh_identity_file;
-  ssh.connect_timeout = o.start_timeout_seconds;
+  const SshOptions ssh = ssh_options_for(o, in.caller_env);
   std::vector<RankLaunch> ranks;
   for (const SlotAssignment& s : slots) {
     RankLaunch r;
