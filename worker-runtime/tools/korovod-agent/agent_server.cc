@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -87,12 +88,16 @@ class Server {
     }
     if (!conn->valid()) return;
     const std::string peer = peer_address(conn->get());
+    const pid_t server = getpid();
     const pid_t pid = fork();
     if (pid < 0) {
       fmt::print(stderr, "korovod-agent: cannot serve {}: fork: {}\n", peer, std::strerror(errno));
       return;
     }
     if (pid == 0) {
+      // Killed outright, the server takes no handler with it: SIGTERM then, as for a stop.
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != server) _exit(1);  // it died before the prctl
       listener_.reset();
       signals_.reset();
       os::Fd stop = signal_fd_for({SIGTERM, SIGINT});
