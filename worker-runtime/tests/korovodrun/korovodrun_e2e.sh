@@ -271,7 +271,7 @@ run_cli() {
   local flag
   for flag in -np --num-proc -cb --check-build -H --hosts --hostfile -p --ssh-port -i --ssh-identity-file \
     --network-interface --network-interfaces --start-timeout --timeline-filename --timeline-mark-cycles --autotune \
-    --autotune-log-file --cycle-time-ms --fusion-threshold-mb --verbose --mpi --tcp --help; do
+    --autotune-log-file --cycle-time-ms --fusion-threshold-mb --verbose --mpi --tcp --rsh-agent --help; do
     grep -q -- "$flag\b" "$work/help" || { cat "$work/help"; fail "--help does not mention $flag"; }
   done
   "$korovodrun" -cb >"$work/cb" 2>&1 || fail "-cb exited non-zero"
