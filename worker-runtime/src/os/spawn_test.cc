@@ -90,6 +90,18 @@ TEST(Spawn, RunsWithTheGivenEnvOnlyOnSeparatePipesInItsOwnGroup) {
   EXPECT_EQ(wait_exit_code(child->pid), 3);
 }
 
+TEST(Spawn, ANewSessionIsLedByTheChildAsItsGroupIs) {
+  Result<ExecArrays> exec = ExecArrays::resolve({"sh", "-c", "ps -o sid=,pgid= -p $$ | awk '{print $1, $2}'"}, kPath);
+  ASSERT_TRUE(exec.is_ok());
+  SpawnOptions options;
+  options.new_session = true;
+  Result<Child> child = spawn(*exec, options);
+  ASSERT_TRUE(child.is_ok()) << child.status().message();
+  const std::string id = std::to_string(child->pid);
+  EXPECT_EQ(read_all(child->out), id + " " + id + "\n");  // session and group: its own pid
+  EXPECT_EQ(wait_exit_code(child->pid), 0);
+}
+
 TEST(Spawn, MergedOutputAndAStdinPipeWithItsFirstLine) {
   Result<ExecArrays> exec = ExecArrays::resolve({"sh", "-c", "read line; echo got $line; echo oops >&2"}, kPath);
   ASSERT_TRUE(exec.is_ok());
