@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "settings.h"
 
 namespace korovod::agent {
@@ -64,6 +66,23 @@ TEST(AgentSettings, JobSecretErrorsNameTheVariableNotTheValue) {
   EXPECT_NE(short_one.status().message().find("KOROVOD_JOB_SECRET"), std::string::npos);
   EXPECT_EQ(short_one.status().message().find("tooshort"), std::string::npos);
   EXPECT_TRUE(job_secret_from({{"KOROVOD_JOB_SECRET", std::string(64, 'a')}}).is_ok());
+}
+
+// In an MPIJob's pods the secret is a file (KOROVOD_JOB_SECRET_FILE); KOROVOD_JOB_SECRET wins.
+TEST(AgentSettings, JobSecretFromTheFileTheOperatorMounts) {
+  const std::string path = ::testing::TempDir() + "/korovod-agent-secret";
+  std::ofstream(path) << std::string(64, 'b') << "\n";
+  Result<tcp::JobSecret> from_file = job_secret_from({{"KOROVOD_JOB_SECRET_FILE", path}});
+  ASSERT_TRUE(from_file.is_ok()) << from_file.status().to_string();
+  EXPECT_EQ(from_file->text(), std::string(64, 'b'));
+  Result<tcp::JobSecret> both =
+      job_secret_from({{"KOROVOD_JOB_SECRET_FILE", path}, {"KOROVOD_JOB_SECRET", std::string(64, 'c')}});
+  ASSERT_TRUE(both.is_ok());
+  EXPECT_EQ(both->text(), std::string(64, 'c'));
+  Result<tcp::JobSecret> missing = job_secret_from({{"KOROVOD_JOB_SECRET_FILE", path + ".absent"}});
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("KOROVOD_JOB_SECRET_FILE=" + path + ".absent: cannot read it"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -7,13 +7,14 @@
 namespace korovod::agent {
 
 Result<tcp::JobSecret> job_secret_from(const EnvMap& env) {
-  auto it = env.find(kSecretVariable);
-  if (it == env.end() || it->second.empty()) {
+  Result<tcp::JobSecret> secret = tcp::job_secret_from_env(env);
+  if (secret.is_ok() && !secret->enabled()) {
     return Status::invalid_argument(fmt::format(
-        "{} is not set: korovod-agent needs the job's secret (in an MPIJob's pods it comes from the job's Secret)",
+        "{} is not set, nor KOROVOD_JOB_SECRET_FILE: korovod-agent needs the job's secret (in an MPIJob's pods "
+        "the operator mounts it and sets KOROVOD_JOB_SECRET_FILE)",
         kSecretVariable));
   }
-  return tcp::JobSecret::from_text(it->second, kSecretVariable);
+  return secret;
 }
 
 Result<int> parse_port(const std::string& text, const std::string& what) {

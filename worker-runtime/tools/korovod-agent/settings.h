@@ -14,7 +14,9 @@ inline constexpr const char* kSecretVariable = "KOROVOD_JOB_SECRET";
 inline constexpr const char* kPortVariable = "KOROVOD_AGENT_PORT";
 inline constexpr const char* kConnectTimeoutVariable = "KOROVOD_AGENT_CONNECT_TIMEOUT";
 
-// KOROVOD_JOB_SECRET: an error naming the variable (never the value) when unset or too short.
+// KOROVOD_JOB_SECRET, else the file KOROVOD_JOB_SECRET_FILE names (the operator's mount), read
+// as the runtime reads it (tcp::job_secret_from_env); an error naming the variable or file
+// (never the value) when neither is set, the file is unreadable or the secret too short.
 Result<tcp::JobSecret> job_secret_from(const EnvMap& env);
 // KOROVOD_AGENT_PORT, else 2223.
 Result<int> port_from(const EnvMap& env);

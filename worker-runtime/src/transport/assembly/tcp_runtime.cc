@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
-#include <sstream>
 
 #include "korovod/tcp.h"
 #include "transport/assembly/data_planes.h"
@@ -36,27 +34,6 @@ Status read_required(const EnvMap& env, std::initializer_list<const char*> names
     return Status::invalid_argument(fmt::format("{}={:?}: expected a number >= {}", which, *v, min_value));
   }
   return Status::ok();
-}
-
-// KOROVOD_JOB_SECRET, else the file KOROVOD_JOB_SECRET_FILE names; "" when neither is set.
-Result<std::string> read_job_secret(const EnvMap& env) {
-  std::string which;
-  if (const std::string* value = find_env(env, {"KOROVOD_JOB_SECRET"}, &which)) {
-    Result<tcp::JobSecret> s = tcp::JobSecret::from_text(*value, which);
-    if (!s.is_ok()) return s.status();
-    return s->text();
-  }
-  const std::string* path = find_env(env, {"KOROVOD_JOB_SECRET_FILE"}, &which);
-  if (!path) return std::string();
-  std::ifstream file(*path, std::ios::binary);
-  std::stringstream text;
-  if (file) text << file.rdbuf();
-  if (!file || file.bad()) {
-    return Status::invalid_argument(fmt::format("KOROVOD_JOB_SECRET_FILE={}: cannot read it", *path));
-  }
-  Result<tcp::JobSecret> s = tcp::JobSecret::from_text(text.str(), fmt::format("KOROVOD_JOB_SECRET_FILE={}", *path));
-  if (!s.is_ok()) return s.status();
-  return s->text();
 }
 
 bool truthy(std::string v) {
@@ -131,9 +108,9 @@ Result<TcpWorldConfig> parse_tcp_world(const EnvMap& env) {
     KOROVOD_RETURN_IF_ERROR(read_required(env, {"KOROVOD_START_TIMEOUT", "HOROVOD_START_TIMEOUT"},
                                           w.start_timeout_seconds, 0.001));
   }
-  Result<std::string> secret = read_job_secret(env);
+  Result<tcp::JobSecret> secret = tcp::job_secret_from_env(env);
   if (!secret.is_ok()) return secret.status();
-  w.job_secret = std::move(secret).value();
+  w.job_secret = secret->text();
   return w;
 }
 

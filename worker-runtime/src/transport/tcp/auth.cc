@@ -7,6 +7,8 @@
 #include <openssl/rand.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 namespace korovod::tcp {
 namespace {
@@ -166,6 +168,20 @@ Result<std::string> ServerHandshake::verify(std::string_view proof) {
   }
   payload_ = std::string(payload);
   return std::string(kAnswerMagic) + mac(secret_, "korovod server", purpose_, client_nonce, server_nonce_, payload);
+}
+
+Result<JobSecret> job_secret_from_env(const std::map<std::string, std::string>& env) {
+  auto value = env.find("KOROVOD_JOB_SECRET");
+  if (value != env.end()) return JobSecret::from_text(value->second, "KOROVOD_JOB_SECRET");
+  auto path = env.find("KOROVOD_JOB_SECRET_FILE");
+  if (path == env.end()) return JobSecret{};
+  std::ifstream file(path->second, std::ios::binary);
+  std::stringstream text;
+  if (file) text << file.rdbuf();
+  if (!file || file.bad()) {
+    return Status::invalid_argument(fmt::format("KOROVOD_JOB_SECRET_FILE={}: cannot read it", path->second));
+  }
+  return JobSecret::from_text(text.str(), fmt::format("KOROVOD_JOB_SECRET_FILE={}", path->second));
 }
 
 }  // namespace korovod::tcp

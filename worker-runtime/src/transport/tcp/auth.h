@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -57,6 +58,11 @@ class JobSecret {
  private:
   std::string key_;
 };
+
+// The job's secret as a process environment gives it: KOROVOD_JOB_SECRET, else the file that
+// KOROVOD_JOB_SECRET_FILE names (what the operator mounts into an MPIJob's pods); none
+// (JobSecret{}) when neither is set. Errors name the variable or file, never the value.
+Result<JobSecret> job_secret_from_env(const std::map<std::string, std::string>& env);
 
 // The connecting side, blocking (on a blocking or nonblocking socket) until `deadline`: waits
 // for the hello, sends the proof with `payload`, checks the answer. `peer` names the other side
