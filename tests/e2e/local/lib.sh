@@ -31,7 +31,8 @@ processes_of_run() {
 # running. Prints the PASS line.
 expect_trained() {
   local out=$1 min=$2 work=$3 accuracy left
-  accuracy=$(sed -nE 's/.*\] final test accuracy: ([0-9.]+) \(.*/\1/p' "$out" | head -1)
+  # "[pod] final ..." from mpirun's untagged output, "[0]<stdout>:final ..." from korovodrun's.
+  accuracy=$(sed -nE 's/.*(\] |<stdout>:)final test accuracy: ([0-9.]+) \(.*/\2/p' "$out" | head -1)
   [[ -n $accuracy ]] || fail "no final test accuracy line"
   awk -v a="$accuracy" -v min="$min" 'BEGIN { exit !(a > min) }' ||
     fail "final test accuracy $accuracy is not above $min"
