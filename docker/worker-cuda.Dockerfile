@@ -93,7 +93,10 @@ COPY --from=build /out/lib/ /usr/local/lib/
 COPY --from=build --chown=${MPIUSER_UID}:${MPIUSER_UID} /out/bin/pi /home/mpiuser/pi
 COPY --from=build /out/python/korovod /usr/lib/python3/dist-packages/korovod
 # korovodrun on sshd's default PATH: the package's own binary (its RPATH finds korovod/lib).
-RUN ln -s /usr/lib/python3/dist-packages/korovod/bin/korovodrun /usr/local/bin/korovodrun
+# korovod-agent too: the worker command of MPIJobs without sshd (korovod.io/launch: agent) and
+# the launcher's rsh in them (docs/agent.md).
+RUN ln -s /usr/lib/python3/dist-packages/korovod/bin/korovodrun /usr/local/bin/korovodrun \
+ && ln -s /usr/lib/python3/dist-packages/korovod/bin/korovod-agent /usr/local/bin/korovod-agent
 COPY examples/pytorch/pytorch_digits.py examples/pytorch/pytorch_synthetic_benchmark.py \
      examples/pytorch/pytorch_elastic_digits.py /usr/local/bin/
 # No GPU (and so no libcuda.so.1 from the driver) exists at build time: everything else the
@@ -107,6 +110,7 @@ RUN ldconfig \
     done \
  && /usr/sbin/sshd -t -f /etc/ssh/sshd_config \
  && korovodrun --help >/dev/null \
+ && korovod-agent serve --help >/dev/null && korovod-agent rsh --help >/dev/null \
  && if [ "${INSTALL_TORCH}" = "true" ]; then \
       /usr/bin/python3 -c 'import korovod.torch' \
       && pytorch_digits.py --help >/dev/null && pytorch_synthetic_benchmark.py --help >/dev/null \
