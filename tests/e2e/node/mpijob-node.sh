@@ -23,6 +23,12 @@
 #      SAMPLES/S LOSS ETA columns;
 #      with it, NetworkPolicy: the job's <job>-netpol exists, and a pod outside the job still
 #      reaches a worker's sshd (Debian's bridge CNI plugin does not enforce NetworkPolicy);
+#   4b. without sshd (korovod.io/launch: agent), in a namespace that enforces the restricted Pod
+#      Security profile (a root pod is refused there): examples/pytorch/pytorch_digits_agent.yaml
+#      unchanged Succeeds; tests/e2e/node/manifests/digits-agent-killed.yaml: its worker runs
+#      korovod-agent as uid 1000, no pod mounts an SSH key; agent-intruder.yaml, another job's
+#      launcher, is refused by its worker's agent (and its job Fails); a worker's container killed
+#      mid-run is recreated, the launcher restarted, and the job Succeeds;
 #   5. tests/e2e/node/manifests/elastic-digits-scaled.yaml (pytorch_elastic_digits.yaml, longer):
 #      kubectl scale mpijob --replicas 3, then 1, while it trains; the ranks follow
 #      (2 -> 3 -> 1 workers), the launcher is never restarted, and it Succeeds;
@@ -397,6 +403,73 @@ delete_and_check "$job"
 kn get networkpolicy "$job-netpol" >/dev/null 2>&1 && fail "NetworkPolicy $job-netpol outlived its job"
 log "$job deleted, its NetworkPolicy with it"
 
+# --- 4b. no sshd: korovod.io/launch: agent, under the restricted Pod Security profile -----------
+t0=$SECONDS
+main_ns=$ns ns=$ns-restricted
+k create namespace "$ns" >/dev/null
+k label namespace "$ns" pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/enforce-version=latest >/dev/null
+# The profile is enforced: a pod that runs as root is refused at admission.
+out=$(kn run root-pod --image=korovod-worker-cpu:0.1.0 --image-pull-policy=Never --restart=Never -- true 2>&1 || true)
+grep -F 'violates PodSecurity "restricted' <<<"$out" >/dev/null || fail "namespace $ns does not enforce restricted: kubectl run said: $out"
+log "namespace $ns enforces restricted (a root pod is refused: ${out:0:100}...)"
+# The example, unchanged.
+apply_job "$src/examples/pytorch/pytorch_digits_agent.yaml"
+wait_succeeded pytorch-digits-agent 300
+acc=$(check_accuracy pytorch-digits-agent "final test accuracy:" 0.95)
+log "pytorch-digits-agent Succeeded in $ns, final test accuracy $acc, in $((SECONDS - t0))s"
+mark "pytorch_digits_agent.yaml apply to Succeeded" "$t0"
+delete_and_check pytorch-digits-agent
+# A worker killed mid-run, and another job's launcher refused by this job's agents.
+t0=$SECONDS
+job=digits-agent-killed
+apply_job "$here/manifests/$job.yaml"
+kn wait --for=condition=Ready "pod/$job-worker-0" --timeout=180s >/dev/null || fail "$job-worker-0 not Ready within 180s"
+uid=$(kn exec "$job-worker-0" -- id -u) && comm=$(kn exec "$job-worker-0" -- cat /proc/1/comm) ||
+  fail "kubectl exec into $job-worker-0 failed"
+[[ $uid == 1000 && $comm == korovod-agent ]] || fail "$job-worker-0 runs '$comm' as uid $uid, want korovod-agent as 1000"
+for p in $job-worker-0 $job-worker-1 $(launcher_pods "$job"); do
+  kn get pod "$p" -o jsonpath='{.spec.volumes[*].name}{" "}{.spec.containers[0].command}' | grep -E 'ssh-auth|sshd' &&
+    fail "pod $p mounts the SSH key or runs sshd in agent mode"
+done
+log "$job-worker-0 runs korovod-agent as uid 1000; no pod of $job mounts an SSH key or runs sshd"
+kn apply -f "$here/manifests/agent-intruder.yaml" >/dev/null
+deadline=$((SECONDS + 180))
+until [[ $(cond agent-intruder Failed) == True ]]; do
+  ((SECONDS < deadline)) || { launcher_log agent-intruder >&2 || true; fail "agent-intruder did not fail within 180s"; }
+  sleep 2
+done
+intruder=$(launcher_log agent-intruder)
+grep -F "refused" <<<"$intruder" >/dev/null || { echo "$intruder" >&2; fail "agent-intruder's launcher log does not say it was refused"; }
+victim=$(kn logs "$job-worker-0")
+grep -E "^korovod-agent: refused the connection from " <<<"$victim" >/dev/null ||
+  { echo "$victim" >&2; fail "$job-worker-0's agent log shows no refused connection"; }
+grep -F "uid=" <<<"$intruder" && fail "agent-intruder ran 'id' in $job-worker-0"
+log "agent-intruder (another job's secret) refused by $job-worker-0: $(grep -m1 -F refused <<<"$intruder"); agent: $(grep -m1 -E '^korovod-agent: refused' <<<"$victim")"
+delete_and_check agent-intruder
+wait_log "$job" "<stdout>:epoch +2/" 240  # korovodrun tags rank 0's lines "[0]<stdout>:"
+old_uid=$(kn get pod "$job-worker-1" -o jsonpath='{.metadata.uid}')
+cid=$(kn get pod "$job-worker-1" -o jsonpath='{.status.containerStatuses[0].containerID}')
+cid=${cid#containerd://}
+[[ -n $cid ]] || fail "no container ID for $job-worker-1"
+log "ctr task kill -s SIGKILL ${cid:0:12} ($job-worker-1's container, agent mode)"
+ctr tasks kill -s SIGKILL "$cid" || fail "ctr tasks kill of $job-worker-1's container failed"
+deadline=$((SECONDS + 120))
+until new_uid=$(kn get pod "$job-worker-1" -o jsonpath='{.metadata.uid}' 2>/dev/null) &&
+    [[ -n $new_uid && $new_uid != "$old_uid" ]]; do
+  ((SECONDS < deadline)) || fail "$job-worker-1 was not recreated within 120s of its container's kill"
+  sleep 1
+done
+deleted_uids+=" $old_uid"
+wait_succeeded "$job" 420
+acc=$(check_accuracy "$job" "final test accuracy:" 0.95)
+restarts=$(kn get mpijob "$job" -o jsonpath='{.status.restartCount}')
+[[ ${restarts:-0} -ge 1 ]] || fail "$job's status.restartCount is '${restarts}', want >= 1 after a worker was killed"
+log "$job Succeeded after the kill: $job-worker-1 recreated (uid ${old_uid:0:8} -> ${new_uid:0:8}), restartCount $restarts, accuracy $acc"
+mark "agent mode: worker killed, intruder refused, apply to Succeeded" "$t0"
+delete_and_check "$job"
+k delete namespace "$ns" --wait=false >/dev/null
+ns=$main_ns
+
 # --- 5. elastic: kubectl scale up and down while it trains ----------------------------------------
 t0=$SECONDS
 job=elastic-digits-scaled
@@ -444,4 +517,4 @@ k -n "$release_ns" wait --for=delete pod/"$op_pod" --timeout=60s >/dev/null 2>&1
 node_down_and_check_host
 mark "uninstall + down + host check" "$t0"
 log "times: $(printf '%s; ' "${times[@]}")"
-echo "PASS: operator by helm in-cluster, pytorch_digits.yaml Succeeded, worker kill handled, delete leaves nothing, elastic scale 2->3->1, NetworkPolicy created (not enforced by the bridge CNI), host restored"
+echo "PASS: operator by helm in-cluster, pytorch_digits.yaml Succeeded, worker kill handled, agent mode under restricted (trains, kill handled, intruder refused), delete leaves nothing, elastic scale 2->3->1, NetworkPolicy created (not enforced by the bridge CNI), host restored"
