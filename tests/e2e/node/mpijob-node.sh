@@ -28,7 +28,9 @@
 #      unchanged Succeeds; tests/e2e/node/manifests/digits-agent-killed.yaml: its worker runs
 #      korovod-agent as uid 1000, no pod mounts an SSH key; agent-intruder.yaml, another job's
 #      launcher, is refused by its worker's agent (and its job Fails); a worker's container killed
-#      mid-run is recreated, the launcher restarted, and the job Succeeds;
+#      mid-run is recreated, the launcher restarted, and the job Succeeds; the elastic job of 5.
+#      with the annotation is scaled 2 -> 3 -> 1 as in 5. (the new worker's rank starts through
+#      its agent);
 #   5. tests/e2e/node/manifests/elastic-digits-scaled.yaml (pytorch_elastic_digits.yaml, longer):
 #      kubectl scale mpijob --replicas 3, then 1, while it trains; the ranks follow
 #      (2 -> 3 -> 1 workers), the launcher is never restarted, and it Succeeds;
@@ -259,6 +261,26 @@ delete_and_check() { # JOB: kubectl delete mpijob; nothing of it stays in the AP
   done
 }
 deleted_uids=""
+# kill_worker_and_wait_recreated POD: SIGKILL the pod's container on the node (ctr), as a crash
+# or the OOM killer would, and wait until the operator has recreated the pod (a new uid); the
+# old pod's uid joins deleted_uids, whose containers the kubelet must remove by the end.
+kill_worker_and_wait_recreated() {
+  local pod=$1 old_uid new_uid cid deadline
+  old_uid=$(kn get pod "$pod" -o jsonpath='{.metadata.uid}')
+  cid=$(kn get pod "$pod" -o jsonpath='{.status.containerStatuses[0].containerID}')
+  cid=${cid#containerd://}
+  [[ -n $cid ]] || fail "no container ID for $pod"
+  log "ctr task kill -s SIGKILL ${cid:0:12} ($pod's container, in $ns)"
+  ctr tasks kill -s SIGKILL "$cid" || fail "ctr tasks kill of $pod's container failed"
+  deadline=$((SECONDS + 120))
+  until new_uid=$(kn get pod "$pod" -o jsonpath='{.metadata.uid}' 2>/dev/null) &&
+      [[ -n $new_uid && $new_uid != "$old_uid" ]]; do
+    ((SECONDS < deadline)) || fail "$pod was not recreated within 120s of its container's kill"
+    sleep 1
+  done
+  log "$pod recreated (uid ${old_uid:0:8} -> ${new_uid:0:8})"
+  deleted_uids+=" $old_uid"
+}
 # apply_job FILE: kubectl apply of FILE, as is unless --launcher-env or --worker-file was given;
 # then through `kubectl patch --local`, saying so.
 apply_job() {
@@ -351,20 +373,7 @@ else
   log "outsider could not reach $w0_ip:2222 ('$out'): the bridge CNI enforced a NetworkPolicy?"
   fail "a pod outside the job did not reach a worker's sshd; docs/testing.md says Debian's bridge plugin does not enforce NetworkPolicy: update the docs and this check"
 fi
-old_uid=$(kn get pod "$job-worker-1" -o jsonpath='{.metadata.uid}')
-cid=$(kn get pod "$job-worker-1" -o jsonpath='{.status.containerStatuses[0].containerID}')
-cid=${cid#containerd://}
-[[ -n $cid ]] || fail "no container ID for $job-worker-1"
-log "ctr task kill -s SIGKILL ${cid:0:12} ($job-worker-1's container)"
-ctr tasks kill -s SIGKILL "$cid" || fail "ctr tasks kill of $job-worker-1's container failed"
-deadline=$((SECONDS + 120))
-until new_uid=$(kn get pod "$job-worker-1" -o jsonpath='{.metadata.uid}' 2>/dev/null) &&
-    [[ -n $new_uid && $new_uid != "$old_uid" ]]; do
-  ((SECONDS < deadline)) || fail "$job-worker-1 was not recreated within 120s of its container's kill"
-  sleep 1
-done
-log "$job-worker-1 recreated (uid ${old_uid:0:8} -> ${new_uid:0:8})"
-deleted_uids+=" $old_uid"
+kill_worker_and_wait_recreated "$job-worker-1"
 # While it trains again: the operator's status.progress (docs/progress.md), read from rank 0's
 # progress lines in the launcher's log with the chart's and the runtime's default intervals
 # (10 s each; this run trains about 30 s), advances, and kubectl get shows it in the printer
@@ -403,6 +412,31 @@ delete_and_check "$job"
 kn get networkpolicy "$job-netpol" >/dev/null 2>&1 && fail "NetworkPolicy $job-netpol outlived its job"
 log "$job deleted, its NetworkPolicy with it"
 
+# elastic_scale JOB FILE WHAT: apply FILE (an elastic MPIJob named JOB, 2 workers), kubectl scale
+# it to 3 and then 1 while it trains; the ranks must follow, the launcher must never restart, and
+# it must Succeed. Run for ssh (5.) and for agent mode (4b.).
+elastic_scale() {
+  local job=$1 file=$2 what=$3 t0=$SECONDS acc events
+  log "$job: kubectl scale mpijob 2 -> 3 -> 1 while it trains"
+  apply_job "$file"
+  # korovodrun tags each line of a worker: "[<host>:<slot>]<stdout>:epoch 2/150: ..."
+  wait_log "$job" "<stdout>:epoch 2/" 240
+  kn scale mpijob "$job" --replicas 3 >/dev/null
+  wait_log "$job" "<stdout>:3 worker\(s\): epoch" 180
+  log "$job: 3 workers training ($(launcher_log "$job" | grep -oE '<stdout>:3 worker.*' | tail -n 1))"
+  kn scale mpijob "$job" --replicas 1 >/dev/null
+  wait_log "$job" "<stdout>:1 worker\(s\): epoch" 180
+  log "$job: 1 worker training ($(launcher_log "$job" | grep -oE '<stdout>:1 worker.*' | tail -n 1))"
+  wait_succeeded "$job" 420
+  acc=$(check_accuracy "$job" "rank 0 of 1: final test accuracy" 0.95)
+  [[ $(launcher_pods "$job" | wc -l) == 1 ]] || fail "$job's launcher was restarted ($(launcher_pods "$job" | wc -l) launcher pods)"
+  events=$(kn get events --field-selector involvedObject.name="$job",reason=WorkersChanged -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')
+  grep -F -- "2 -> 3 workers" <<<"$events" >/dev/null || { echo "$events" >&2; fail "no WorkersChanged event 2 -> 3"; }
+  grep -F -- "3 -> 1 workers" <<<"$events" >/dev/null || { echo "$events" >&2; fail "no WorkersChanged event 3 -> 1"; }
+  log "$job Succeeded, accuracy $acc, one launcher; events: $(tr '\n' ';' <<<"$events")"
+  mark "$what apply to Succeeded" "$t0"
+  delete_and_check "$job"
+}
 # --- 4b. no sshd: korovod.io/launch: agent, under the restricted Pod Security profile -----------
 t0=$SECONDS
 main_ns=$ns ns=$ns-restricted
@@ -447,51 +481,24 @@ grep -F "uid=" <<<"$intruder" && fail "agent-intruder ran 'id' in $job-worker-0"
 log "agent-intruder (another job's secret) refused by $job-worker-0: $(grep -m1 -F refused <<<"$intruder"); agent: $(grep -m1 -E '^korovod-agent: refused' <<<"$victim")"
 delete_and_check agent-intruder
 wait_log "$job" "<stdout>:epoch +2/" 240  # korovodrun tags rank 0's lines "[0]<stdout>:"
-old_uid=$(kn get pod "$job-worker-1" -o jsonpath='{.metadata.uid}')
-cid=$(kn get pod "$job-worker-1" -o jsonpath='{.status.containerStatuses[0].containerID}')
-cid=${cid#containerd://}
-[[ -n $cid ]] || fail "no container ID for $job-worker-1"
-log "ctr task kill -s SIGKILL ${cid:0:12} ($job-worker-1's container, agent mode)"
-ctr tasks kill -s SIGKILL "$cid" || fail "ctr tasks kill of $job-worker-1's container failed"
-deadline=$((SECONDS + 120))
-until new_uid=$(kn get pod "$job-worker-1" -o jsonpath='{.metadata.uid}' 2>/dev/null) &&
-    [[ -n $new_uid && $new_uid != "$old_uid" ]]; do
-  ((SECONDS < deadline)) || fail "$job-worker-1 was not recreated within 120s of its container's kill"
-  sleep 1
-done
-deleted_uids+=" $old_uid"
+kill_worker_and_wait_recreated "$job-worker-1"
 wait_succeeded "$job" 420
 acc=$(check_accuracy "$job" "final test accuracy:" 0.95)
 restarts=$(kn get mpijob "$job" -o jsonpath='{.status.restartCount}')
 [[ ${restarts:-0} -ge 1 ]] || fail "$job's status.restartCount is '${restarts}', want >= 1 after a worker was killed"
-log "$job Succeeded after the kill: $job-worker-1 recreated (uid ${old_uid:0:8} -> ${new_uid:0:8}), restartCount $restarts, accuracy $acc"
+log "$job Succeeded after the kill: restartCount $restarts, accuracy $acc"
 mark "agent mode: worker killed, intruder refused, apply to Succeeded" "$t0"
 delete_and_check "$job"
+# An elastic job in agent mode: the example's manifest with the annotation. A worker added by the
+# scale-up runs korovod-agent too, and korovodrun starts its rank through it.
+k patch --local -f "$here/manifests/elastic-digits-scaled.yaml" --type=merge -o yaml \
+  -p '{"metadata":{"name":"elastic-digits-agent","annotations":{"korovod.io/launch":"agent"}}}' >"$work/elastic-digits-agent.yaml"
+elastic_scale elastic-digits-agent "$work/elastic-digits-agent.yaml" "agent mode: elastic 2->3->1"
 k delete namespace "$ns" --wait=false >/dev/null
 ns=$main_ns
 
 # --- 5. elastic: kubectl scale up and down while it trains ----------------------------------------
-t0=$SECONDS
-job=elastic-digits-scaled
-log "$job: kubectl scale mpijob 2 -> 3 -> 1 while it trains"
-apply_job "$here/manifests/$job.yaml"
-# korovodrun tags each line of a worker: "[<host>:<slot>]<stdout>:epoch 2/150: ..."
-wait_log "$job" "<stdout>:epoch 2/" 240
-kn scale mpijob "$job" --replicas 3 >/dev/null
-wait_log "$job" "<stdout>:3 worker\(s\): epoch" 180
-log "$job: 3 workers training ($(launcher_log "$job" | grep -oE '<stdout>:3 worker.*' | tail -n 1))"
-kn scale mpijob "$job" --replicas 1 >/dev/null
-wait_log "$job" "<stdout>:1 worker\(s\): epoch" 180
-log "$job: 1 worker training ($(launcher_log "$job" | grep -oE '<stdout>:1 worker.*' | tail -n 1))"
-wait_succeeded "$job" 420
-acc=$(check_accuracy "$job" "rank 0 of 1: final test accuracy" 0.95)
-[[ $(launcher_pods "$job" | wc -l) == 1 ]] || fail "$job's launcher was restarted ($(launcher_pods "$job" | wc -l) launcher pods)"
-events=$(kn get events --field-selector involvedObject.name="$job",reason=WorkersChanged -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')
-grep -F -- "2 -> 3 workers" <<<"$events" >/dev/null || { echo "$events" >&2; fail "no WorkersChanged event 2 -> 3"; }
-grep -F -- "3 -> 1 workers" <<<"$events" >/dev/null || { echo "$events" >&2; fail "no WorkersChanged event 3 -> 1"; }
-log "$job Succeeded, accuracy $acc, one launcher; events: $(tr '\n' ';' <<<"$events")"
-mark "elastic 2->3->1 apply to Succeeded" "$t0"
-delete_and_check "$job"
+elastic_scale elastic-digits-scaled "$here/manifests/elastic-digits-scaled.yaml" "elastic 2->3->1"
 
 # --- 3 (the rest). the deleted jobs' containers leave the node ------------------------------------
 # The kubelet removes exited containers of deleted pods in its container GC, once a minute.
@@ -517,4 +524,4 @@ k -n "$release_ns" wait --for=delete pod/"$op_pod" --timeout=60s >/dev/null 2>&1
 node_down_and_check_host
 mark "uninstall + down + host check" "$t0"
 log "times: $(printf '%s; ' "${times[@]}")"
-echo "PASS: operator by helm in-cluster, pytorch_digits.yaml Succeeded, worker kill handled, agent mode under restricted (trains, kill handled, intruder refused), delete leaves nothing, elastic scale 2->3->1, NetworkPolicy created (not enforced by the bridge CNI), host restored"
+echo "PASS: operator by helm in-cluster, pytorch_digits.yaml Succeeded, worker kill handled, agent mode under restricted (trains, kill handled, intruder refused, elastic 2->3->1), delete leaves nothing, elastic scale 2->3->1, NetworkPolicy created (not enforced by the bridge CNI), host restored"
