@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <stdexcept>
+#include <string_view>
+
+#include "os/line_splitter.h"
 
 namespace local {
 
@@ -38,7 +41,8 @@ Process::~Process() {
 }
 
 void Process::pump() {
-  std::string pending;
+  os::LineSplitter lines;  // bounded lines, as korovodrun reads a rank's output
+  const auto emit = [this](std::string_view text, std::string_view) { sink_(std::string(text)); };
   char buf[4096];
   // Ends at EOF, or once asked to stop after the process ended (a leftover child may hold the
   // pipe open).
@@ -51,14 +55,9 @@ void Process::pump() {
     }
     ssize_t n = read(out_.get(), buf, sizeof buf);
     if (n <= 0) break;
-    pending.append(buf, size_t(n));
-    size_t nl;
-    while ((nl = pending.find('\n')) != std::string::npos) {
-      sink_(pending.substr(0, nl));
-      pending.erase(0, nl + 1);
-    }
+    lines.feed(std::string_view(buf, size_t(n)), emit);
   }
-  if (!pending.empty()) sink_(pending);
+  lines.finish(emit);
 }
 
 // Once the process ended, anything it left in its group goes with it, as with a container's init

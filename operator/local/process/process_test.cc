@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "os/line_splitter.h"
+
 namespace local {
 namespace {
 
@@ -71,6 +73,24 @@ TEST(HostProcessLauncher, AProgramThatCannotBeExecutedEndsWith127AndSaysWhyInIts
   EXPECT_EQ(r.exit_code, 127);
   EXPECT_EQ(r.output,
             (std::vector<std::string>{"korovod: cannot execute /etc/passwd (errno " + std::to_string(EACCES) + ")"}));
+}
+
+// A pod's output in lines as korovodrun reads a rank's (os/line_splitter.h): a progress bar's
+// "\r" ends a line, and a process that never ends its line cannot grow local mode's memory.
+TEST(HostProcessLauncher, OutputLinesEndAtCarriageReturnsAndAreBounded) {
+  HostProcessLauncher launcher;
+  const RunResult r = run_to_end(
+      launcher, Exec{{"sh", "-c", "printf '10%%\\r20%%\\rdone\\n'; head -c 150000 /dev/zero | tr '\\0' x"},
+                     {{"PATH", "/usr/bin:/bin"}}});
+  EXPECT_EQ(r.exit_code, 0);
+  const size_t max = korovod::os::LineSplitter::kDefaultMaxLineBytes;
+  ASSERT_EQ(r.output.size(), 6u);
+  EXPECT_EQ(r.output[0], "10%");
+  EXPECT_EQ(r.output[1], "20%");
+  EXPECT_EQ(r.output[2], "done");
+  EXPECT_EQ(r.output[3], std::string(max, 'x'));
+  EXPECT_EQ(r.output[4], std::string(max, 'x'));
+  EXPECT_EQ(r.output[5], std::string(150000 - 2 * max, 'x')) << "the unfinished last line, at the end";
 }
 
 TEST(HostProcessLauncher, AProgramNotOnPathIsAnErrorAtStart) {

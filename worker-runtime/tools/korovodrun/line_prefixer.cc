@@ -29,34 +29,21 @@ LinePrefixer::LinePrefixer(const std::string& label, Stream stream, OutputSink& 
 
 void LinePrefixer::feed(std::string_view bytes) {
   std::string out;
-  while (!bytes.empty()) {
-    size_t end = bytes.find_first_of("\r\n");
-    if (end != std::string_view::npos && bytes[end] == '\r' && end + 1 < bytes.size() && bytes[end + 1] == '\n') {
-      ++end;  // "\r\n" ends one line
-    }
-    if (end == std::string_view::npos) {
-      pending_.append(bytes);
-      break;
-    }
-    out += prefix_;
-    out += pending_;
-    out.append(bytes.substr(0, end + 1));
-    pending_.clear();
-    bytes.remove_prefix(end + 1);
-  }
-  while (pending_.size() >= kMaxLineBytes) {
-    out += prefix_;
-    out.append(pending_, 0, kMaxLineBytes);
-    out += '\n';
-    pending_.erase(0, kMaxLineBytes);
-  }
+  lines_.feed(bytes, [&](std::string_view text, std::string_view end) { append_line(out, text, end); });
   if (!out.empty()) sink_.write(stream_, out);
 }
 
 void LinePrefixer::finish() {
-  if (pending_.empty()) return;
-  sink_.write(stream_, prefix_ + pending_ + "\n");
-  pending_.clear();
+  std::string out;
+  lines_.finish([&](std::string_view text, std::string_view end) { append_line(out, text, end); });
+  if (!out.empty()) sink_.write(stream_, out);
+}
+
+// The line with its prefix and the end the rank wrote ("\n" for a piece or an unfinished line).
+void LinePrefixer::append_line(std::string& out, std::string_view text, std::string_view end) const {
+  out += prefix_;
+  out.append(text);
+  out.append(end.empty() ? std::string_view("\n") : end);
 }
 
 }  // namespace korovod::launcher

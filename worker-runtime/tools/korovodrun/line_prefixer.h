@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "os/line_splitter.h"
+
 namespace korovod::launcher {
 
 enum class Stream { kStdout, kStderr };
@@ -31,7 +33,7 @@ class LinePrefixer {
  public:
   // A line longer than this goes out in pieces of this size (each one prefixed and ended), so
   // a rank that never writes a newline cannot grow korovodrun's memory without bound.
-  static constexpr size_t kMaxLineBytes = 64 * 1024;
+  static constexpr size_t kMaxLineBytes = os::LineSplitter::kDefaultMaxLineBytes;
 
   LinePrefixer(int rank, Stream stream, OutputSink& sink);
   // `[<label>]<stdout>:`: an elastic worker's id (host:slot), which outlives its ranks.
@@ -43,10 +45,12 @@ class LinePrefixer {
   void finish();
 
  private:
+  void append_line(std::string& out, std::string_view text, std::string_view end) const;
+
   std::string prefix_;
   Stream stream_;
   OutputSink& sink_;
-  std::string pending_;  // the current line so far, without prefix
+  os::LineSplitter lines_;
 };
 
 }  // namespace korovod::launcher
