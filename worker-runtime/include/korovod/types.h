@@ -39,7 +39,18 @@ struct TensorView {
   int64_t byte_size() const;
 };
 
-int element_size(DataType dtype);
+// Inline: the kernels, which sit below core (where the other functions here are defined), size
+// their copies with it.
+constexpr int element_size(DataType dtype) {
+  switch (dtype) {
+    case DataType::kUInt8: case DataType::kInt8: case DataType::kBool: return 1;
+    case DataType::kUInt16: case DataType::kInt16: case DataType::kFloat16:
+    case DataType::kBFloat16: return 2;
+    case DataType::kInt32: case DataType::kFloat32: return 4;
+    case DataType::kInt64: case DataType::kFloat64: return 8;
+  }
+  return 1;
+}
 std::string_view dtype_name(DataType dtype);          // "float32", "bfloat16", ...
 std::string_view reduce_op_name(ReduceOp op);         // "SUM", "AVERAGE", ...
 std::string_view request_type_name(RequestType type); // "ALLREDUCE", ...

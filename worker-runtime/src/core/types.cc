@@ -12,17 +12,6 @@ int64_t TensorView::numel() const {
 
 int64_t TensorView::byte_size() const { return numel() * element_size(dtype); }
 
-int element_size(DataType dtype) {
-  switch (dtype) {
-    case DataType::kUInt8: case DataType::kInt8: case DataType::kBool: return 1;
-    case DataType::kUInt16: case DataType::kInt16: case DataType::kFloat16:
-    case DataType::kBFloat16: return 2;
-    case DataType::kInt32: case DataType::kFloat32: return 4;
-    case DataType::kInt64: case DataType::kFloat64: return 8;
-  }
-  return 1;
-}
-
 std::string_view dtype_name(DataType dtype) {
   switch (dtype) {
     case DataType::kUInt8: return "uint8";
