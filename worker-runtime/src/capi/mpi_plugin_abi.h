@@ -1,5 +1,5 @@
 // The contract between libkorovod.so (capi/mpi_loader.cc, which dlopens the plugin) and
-// libkorovod_mpi.so (transport/mpi/mpi_plugin.cc). Both are built from this tree by the same
+// libkorovod_mpi.so (transport/assembly/mpi_plugin.cc). Both are built from this tree by the same
 // compiler, so C++ types cross it; the one C symbol makes the lookup a plain dlsym, and the
 // version guards against a plugin file left over from another build.
 #pragma once
