@@ -63,6 +63,16 @@ struct OpOutput {
   int last_joined_rank = -1;             // join
 };
 
+// The engine's executor of agreed responses is a seam the runtime's builder fills: the engine
+// (src/core) knows only its interface, the executor (src/algorithms) sits above it with the
+// collectives. The two types are internal (src/core/response_executor.h) and only declared here,
+// so that this header names no internal header; tcp_runtime_options and mpi_runtime_options fill
+// RuntimeOptions::make_executor, and a RuntimeOptions built by hand (the tests) takes
+// korovod::make_executor from src/algorithms/executor.h.
+class ResponseExecutor;
+struct ExecutorParts;
+using ExecutorFactory = std::function<std::unique_ptr<ResponseExecutor>(const ExecutorParts&)>;
+
 struct RuntimeOptions {
   Config config;
   std::shared_ptr<TransportProvider> transport;            // control plane (required)
@@ -70,6 +80,7 @@ struct RuntimeOptions {
   std::vector<std::vector<int>> process_sets;              // static sets, ids 1..n
   std::shared_ptr<Env> env;                                // time, waits, files, host; null = SystemEnv
   LogSink log_sink;                                        // null = stderr
+  ExecutorFactory make_executor;                           // required; called once, by the engine
 };
 
 class CycleDriver;

@@ -6,10 +6,10 @@
 #include <string_view>
 #include <vector>
 
+#include "algorithms/op_entry.h"
 #include "core/fusion.h"
 #include "core/handle_table.h"
 #include "core/message.h"
-#include "core/op_entry.h"
 #include "core/timeline.h"
 #include "korovod/transport.h"
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "algorithms/executor.h"
 #include "core/testing/forwarding_backend.h"
 #include "core/testing/test_ranks.h"
 #include "korovod/runtime.h"
@@ -88,6 +89,7 @@ TEST(DevicePath, TensorsAreNotFusedAndTheBackendScalesAndCopies) {
   for (int r = 0; r < n; ++r) calls.push_back(std::make_unique<Calls>());
   testing::run_ranks(n, [&](int rank) {
     RuntimeOptions o;
+    o.make_executor = make_executor;
     o.config.cycle_time_ms = 0.5;
     o.config.log_level = LogLevel::kFatal;
     o.transport = std::make_shared<fake::FakeTransportProvider>(world, rank);

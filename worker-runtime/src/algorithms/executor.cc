@@ -1,14 +1,12 @@
-// The executor the engine declares (core/executor.h): it runs each response with the collectives
-// of this folder, so its definition sits above them.
-#include "core/executor.h"
+// The executor (algorithms/executor.h): the engine's ResponseExecutor, which runs each response
+// with the collectives of this folder.
+#include "algorithms/executor.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
 #include <optional>
 #include <thread>
-
-#include "algorithms/algorithm.h"
 
 namespace korovod {
 namespace {
@@ -168,6 +166,11 @@ Status Executor::execute_entries(ProcessSet& set, const Response& response, std:
     if (entries.empty()) return Status::ok();
   }
   return run_collective(set, response, entries, give_up_at);
+}
+
+std::unique_ptr<ResponseExecutor> make_executor(const ExecutorParts& parts) {
+  return std::make_unique<Executor>(parts.env, parts.fusion, parts.timeline, parts.handles, parts.log,
+                                    parts.ready_timeout_seconds, parts.world);
 }
 
 }  // namespace korovod

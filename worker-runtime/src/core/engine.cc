@@ -24,7 +24,15 @@ Engine::Engine(RuntimeOptions options)
       fusion_(config_.fusion_threshold_bytes),
       // Half the collective timeout for a ready event, so it is reported (naming the tensor)
       // before the watchdog fails the whole cycle.
-      executor_(*env_, fusion_, timeline_, handles_, log_, config_.collective_timeout_seconds / 2, world_) {
+      executor_(options.make_executor
+                    ? options.make_executor(ExecutorParts{.env = *env_,
+                                                          .fusion = fusion_,
+                                                          .timeline = timeline_,
+                                                          .handles = handles_,
+                                                          .log = log_,
+                                                          .ready_timeout_seconds = config_.collective_timeout_seconds / 2,
+                                                          .world = world_})
+                    : nullptr) {
   log_.set_rank(world_.rank);
   for (const auto& b : backend_providers_) backend_names_.push_back(b->name());
 }
@@ -40,6 +48,7 @@ ProcessSetDeps Engine::deps() {
 }
 
 Status Engine::start() {
+  if (!executor_) return Status::invalid_argument("RuntimeOptions.make_executor gave no executor");
   std::vector<int> everyone(world_.size);
   std::iota(everyone.begin(), everyone.end(), 0);
   std::vector<std::vector<int>> sets = {everyone};
@@ -154,7 +163,7 @@ Engine::CycleResult Engine::run_cycle(Env::TimePoint give_up_at, bool shutdown) 
     for (; c.next < c.planned.size(); ++c.next) {
       const Response& r = *c.planned[c.next];
       trace_.response(c.planned[c.next]);
-      Status st = executor_.execute(set, r, give_up_at);
+      Status st = executor_->execute(set, r, give_up_at);
       if (st.code() == StatusCode::kInProgress) {
         timeline_.flush();
         result.end = CycleEnd::kSuspended;
@@ -180,7 +189,7 @@ Engine::CycleResult Engine::run_cycle(Env::TimePoint give_up_at, bool shutdown) 
 
 void Engine::abandon_cycle() {
   if (!cycle_) return;
-  executor_.abandon();
+  executor_->abandon();
   cycle_.reset();
   trace_.end_cycle();
 }

@@ -14,9 +14,9 @@
 
 #include "core/cycle_trace.h"
 #include "core/engine_parameters.h"
-#include "core/executor.h"
 #include "core/logger.h"
 #include "core/process_set.h"
+#include "core/response_executor.h"
 #include "core/timed_mutex.h"
 
 namespace korovod {
@@ -137,11 +137,14 @@ class Engine {
   TimedMutex cycle_mu_;
   FusionBufferManager fusion_ KOROVOD_GUARDED_BY(cycle_mu_);
   FusionPlanner planner_ KOROVOD_GUARDED_BY(cycle_mu_);
-  Executor executor_ KOROVOD_GUARDED_BY(cycle_mu_);
+  // From RuntimeOptions::make_executor, over the parts above (null: none given; start() fails).
+  // Behind the interface so that core needs nothing of algorithms/, where the executor lives;
+  // one virtual call per executed response.
+  const std::unique_ptr<ResponseExecutor> executor_ KOROVOD_PT_GUARDED_BY(cycle_mu_);
   std::unique_ptr<EngineParameters> params_;  // set in start(); then read by cycles and pacing
   // The cycle in progress, between its steps: each process set's negotiation, then each of its
   // responses in order. Kept when a caller's thread gives up on a ready event mid-cycle
-  // (Executor::execute), so that another thread -- the background one, woken for it, or the
+  // (ResponseExecutor::execute), so that another thread -- the background one, woken for it, or the
   // next waiting caller -- carries on with the same cycle: every rank runs the same collectives
   // in the same order, so neither the negotiation of the next set nor a new cycle may come first.
   struct CycleRun {

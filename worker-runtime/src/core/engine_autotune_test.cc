@@ -11,6 +11,7 @@
 #include <regex>
 #include <unistd.h>
 
+#include "algorithms/executor.h"
 #include "core/testing/forwarding_backend.h"
 #include "core/testing/test_ranks.h"
 #include "korovod/runtime.h"
@@ -73,6 +74,7 @@ TEST(EngineAutotune, EveryRankAppliesTheSameParametersAtTheSameCycleAndTheLogIsW
   std::vector<bool> done_logged(n, false);
   testing::run_ranks(n, [&](int rank) {
     RuntimeOptions o;
+    o.make_executor = make_executor;
     o.config.cycle_time_ms = 0.5;
     o.config.collective_timeout_seconds = 10;
     o.config.log_level = LogLevel::kInfo;

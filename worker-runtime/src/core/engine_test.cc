@@ -5,6 +5,7 @@
 #include <atomic>
 #include <numeric>
 
+#include "algorithms/executor.h"
 #include "core/testing/test_ranks.h"
 #include "korovod/runtime.h"
 #include "transport/fake/fake_ranks.h"
@@ -263,6 +264,7 @@ TEST(Engine, RankZeroLogsTheChosenDataPlanesOnceAtTheDefaultLevel) {
   std::vector<std::vector<std::string>> lines(n);
   run_ranks(n, [&](int rank) {
     RuntimeOptions o;
+    o.make_executor = make_executor;
     o.config = fast_config();
     o.config.log_level = LogLevel::kWarning;  // the default: the line must still show
     o.config.network_env = {{"NCCL_IB_HCA", "mlx5_0"}, {"UCX_NET_DEVICES", "mlx5_0:1"}};
@@ -279,6 +281,30 @@ TEST(Engine, RankZeroLogsTheChosenDataPlanesOnceAtTheDefaultLevel) {
                           "korovod: data plane: FAKE (2 ranks on 1 host), control: FAKE; GPU data plane: none "
                           "(built without NCCL); NCCL_IB_HCA=mlx5_0 UCX_NET_DEVICES=mlx5_0:1"}));
   EXPECT_TRUE(lines[1].empty());
+}
+
+// The executor is injected (RuntimeOptions::make_executor): without one the runtime refuses to
+// start, naming what is missing, rather than running cycles it cannot execute.
+TEST(Engine, StartWithoutAnExecutorIsRefused) {
+  auto world = std::make_shared<fake::FakeWorld>(1);
+  RuntimeOptions o;
+  o.config = fast_config();
+  o.transport = std::make_shared<fake::FakeTransportProvider>(world, 0);
+  o.backends.push_back(std::make_shared<fake::FakeBackendProvider>(world, 0));
+  Result<std::unique_ptr<Runtime>> rt = Runtime::create(std::move(o));
+  ASSERT_FALSE(rt.is_ok());
+  EXPECT_EQ(rt.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(rt.status().message().find("make_executor"), std::string::npos) << rt.status().to_string();
+
+  RuntimeOptions none;  // a factory that makes nothing: refused at start too
+  none.config = fast_config();
+  none.transport = std::make_shared<fake::FakeTransportProvider>(world, 0);
+  none.backends.push_back(std::make_shared<fake::FakeBackendProvider>(world, 0));
+  none.make_executor = [](const ExecutorParts&) { return std::unique_ptr<ResponseExecutor>(); };
+  Result<std::unique_ptr<Runtime>> empty = Runtime::create(std::move(none));
+  ASSERT_FALSE(empty.is_ok());
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(empty.status().message().find("make_executor"), std::string::npos) << empty.status().to_string();
 }
 
 TEST(Engine, StaticAndDynamicProcessSets) {

@@ -8,6 +8,10 @@ namespace korovod {
 
 Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
   if (!options.transport) return Status::invalid_argument("RuntimeOptions.transport is required");
+  if (!options.make_executor) {
+    return Status::invalid_argument(
+        "RuntimeOptions.make_executor is required (korovod::make_executor, src/algorithms/executor.h)");
+  }
   auto impl = std::make_shared<CycleDriver>(std::move(options));
   KOROVOD_RETURN_IF_ERROR(impl->start());
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));

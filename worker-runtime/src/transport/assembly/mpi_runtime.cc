@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include "algorithms/executor.h"
 #include "korovod/mpi.h"
 #include "transport/assembly/data_planes.h"
 #include "transport/mpi/mpi_providers.h"
@@ -34,6 +35,7 @@ Result<RuntimeOptions> mpi_runtime_options(Config config, const void* mpi_comm,
   if (!backends.is_ok()) return backends.status();
   options.backends = std::move(backends).value();
   options.process_sets = std::move(process_sets);
+  options.make_executor = make_executor;  // the collectives' executor (algorithms/executor.h)
   return options;
 }
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "algorithms/executor.h"
 #include "korovod/tcp.h"
 #include "transport/assembly/data_planes.h"
 #include "transport/tcp/elastic.h"
@@ -137,6 +138,7 @@ Result<RuntimeOptions> tcp_runtime_options(Config config, const TcpWorldConfig& 
   if (!backends.is_ok()) return backends.status();
   options.backends = std::move(backends).value();
   options.process_sets = std::move(process_sets);
+  options.make_executor = make_executor;  // the collectives' executor (algorithms/executor.h)
   return options;
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "algorithms/executor.h"
 #include "core/logger.h"
 #include "korovod/clock.h"
 #include "korovod/runtime.h"
@@ -46,6 +47,7 @@ inline std::unique_ptr<Runtime> make_fake_runtime(const std::shared_ptr<fake::Fa
                                                   Config config = fast_config(),
                                                   std::vector<std::vector<int>> process_sets = {}) {
   RuntimeOptions o;
+  o.make_executor = make_executor;
   o.config = std::move(config);
   o.transport = std::make_shared<fake::FakeTransportProvider>(world, rank);
   o.backends.push_back(std::make_shared<fake::FakeBackendProvider>(world, rank));

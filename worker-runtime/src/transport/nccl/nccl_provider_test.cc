@@ -6,6 +6,7 @@
 
 #include <numeric>
 
+#include "algorithms/executor.h"
 #include "core/testing/test_ranks.h"
 #include "korovod/runtime.h"
 #include "transport/common/gpu_plane.h"
@@ -76,6 +77,7 @@ TEST(NcclProvider, StagedThroughTheSetsHostPlaneAndNamedInTheStartupLine) {
   std::vector<std::string> rank0_log;
   testing::run_ranks(n, [&](int rank) {
     RuntimeOptions o;
+    o.make_executor = make_executor;
     o.config.cycle_time_ms = 0.5;
     o.config.log_level = LogLevel::kWarning;
     if (rank == 0) o.log_sink = [&](LogLevel, const std::string& line) { rank0_log.push_back(line); };

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/executor.h"
 #include "korovod/runtime.h"
 #include "transport/common/staging_backend.h"
 #include "transport/common/testing/staging_helpers.h"
@@ -50,6 +51,7 @@ inline void start(StagedRuntime& s, const std::shared_ptr<fake::FakeWorld>& worl
                   const std::shared_ptr<fake::FakeDeviceMemory>& memory, int rank, std::vector<int> host_of_rank = {},
                   std::vector<std::vector<int>> process_sets = {}) {
   RuntimeOptions o;
+  o.make_executor = make_executor;
   o.config.cycle_time_ms = 0.5;
   o.config.log_level = LogLevel::kInfo;
   o.config.collective_timeout_seconds = 20;

@@ -1,6 +1,7 @@
-// What the executor (core/executor.h) hands the collectives (algorithms/algorithm.h): each tensor
-// of a response as this rank executes it, and where the rank's process set lies on the hosts.
-// Declared here, below both, so that core includes nothing from algorithms/.
+// What the executor (algorithms/executor.h) hands the collectives (algorithms/algorithm.h): each
+// tensor of a response as this rank executes it, and where the rank's process set lies on the
+// hosts. The engine never sees these: it hands the executor whole responses
+// (core/response_executor.h).
 #pragma once
 
 #include <cstddef>

@@ -1,27 +1,29 @@
-// PerformOperation: runs one (fused) response on this rank with the first enabled backend and
-// completes the handles. Returns an error only when the data plane itself failed (the engine
-// then stops); per-operation failures go to the operations' handles.
-// Declared here for the engine, defined in algorithms/executor.cc: it dispatches to the
-// collectives (algorithms/algorithm.h), which core's headers never include (worker-runtime/
-// README.md, "Layering").
+// The engine's executor (core/response_executor.h): runs one (fused) response on this rank with
+// the first enabled backend, through the collectives of this folder (algorithms/algorithm.h), and
+// completes the handles. It lives here, above the collectives it dispatches to, and the engine
+// gets it from RuntimeOptions::make_executor (make_executor below), so that core's objects need
+// nothing of algorithms/ (worker-runtime/README.md, "Layering").
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "algorithms/algorithm.h"
+#include "algorithms/op_entry.h"
 #include "core/fusion.h"
 #include "core/handle_table.h"
 #include "core/logger.h"
 #include "core/message.h"
-#include "core/op_entry.h"
 #include "core/process_set.h"
+#include "core/response_executor.h"
 #include "core/timeline.h"
 #include "korovod/env.h"
 
 namespace korovod {
 
-class Executor {
+class Executor final : public ResponseExecutor {
  public:
   // ready_timeout_seconds: how long a tensor's ReadyEvent may keep the collective waiting (0 =
   // no bound; the runtime passes half of KOROVOD_COLLECTIVE_TIMEOUT_SECONDS).
@@ -32,14 +34,10 @@ class Executor {
       : env_(env), fusion_(fusion), timeline_(timeline), handles_(handles), log_(log),
         ready_timeout_s_(ready_timeout_seconds), layout_(layout_of(world)) {}
 
-  // give_up_at: when the thread running the cycle must be back (a caller's timed wait; the
-  // background thread passes max()). If a ready event is still not ready then, returns
-  // kInProgress with the response's operations kept here: the next execute() -- of the same
-  // response, by whichever thread resumes the cycle -- waits on from where this one stopped.
+  // ResponseExecutor (core/response_executor.h says what each does).
   Status execute(ProcessSet& set, const Response& response,
-                 std::chrono::steady_clock::time_point give_up_at = std::chrono::steady_clock::time_point::max());
-  // Drops a response left waiting by execute() (the engine stops; its handles are failed).
-  void abandon();
+                 std::chrono::steady_clock::time_point give_up_at) override;
+  void abandon() override;
 
  private:
   // Into entries_ (reused: a fused response's entries are a large block that, freed every
@@ -77,5 +75,8 @@ class Executor {
   std::vector<Handle> done_handles_;
   std::vector<OpOutput> done_outputs_;
 };
+
+// RuntimeOptions::make_executor for every runtime: an Executor over the engine's parts.
+std::unique_ptr<ResponseExecutor> make_executor(const ExecutorParts& parts);
 
 }  // namespace korovod
