@@ -1,9 +1,10 @@
 // What the engine needs of the executor: run one agreed (possibly fused) response on this rank
 // and complete its handles. The engine holds only this interface; the executor itself
 // (algorithms/executor.h) dispatches to the collectives, which sit above core, so core's objects
-// reference no symbol of algorithms/ (worker-runtime/README.md, "Layering"). Whoever builds the
-// RuntimeOptions supplies the factory (RuntimeOptions::make_executor): the assembly layer for
-// tcp_runtime / mpi_runtime, the tests for the runtimes they build by hand.
+// reference no symbol of algorithms/ (worker-runtime/README.md, "Layering"; checked by the
+// static.layer_symbols test). Whoever builds the RuntimeOptions supplies the factory
+// (RuntimeOptions::make_executor): the assembly layer for tcp_runtime / mpi_runtime, the tests for
+// the runtimes they build by hand.
 #pragma once
 
 #include <chrono>
