@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <numeric>
+#include <regex>
 
 #include "algorithms/executor.h"
 #include "core/testing/test_ranks.h"
@@ -203,9 +204,12 @@ TEST(Engine, DeadRankMakesOthersFailWithinCollectiveTimeout) {
                                "(no answer within 0.3 s); this rank waits in cycle "),
               std::string::npos)
         << s.message();
-    EXPECT_NE(s.message().find(" of process set 0, negotiating: exchanging the status and cache bits; all pending "
-                               "operations failed"),
-              std::string::npos)
+    // Which step depends on how far rank 2's loop had gone into that cycle with the others when
+    // it was killed (its first step, seen under load the next two as well): a step is named.
+    EXPECT_TRUE(std::regex_search(s.message(), std::regex(" of process set 0, negotiating: (exchanging the status and "
+                                                          "cache bits|gathering the requests at the coordinator|"
+                                                          "broadcasting the coordinator's responses); all pending "
+                                                          "operations failed")))
         << s.message();
     EXPECT_FALSE(rt->allreduce("later", f32(x), f32(x)).is_ok());  // resurfaced on the next call
   });
