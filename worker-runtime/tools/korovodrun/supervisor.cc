@@ -1,7 +1,6 @@
 #include "supervisor.h"
 
 #include <fmt/format.h>
-#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -12,6 +11,8 @@
 #include <optional>
 
 #include "job_signals.h"
+#include "os/process_group.h"
+#include "process_output.h"
 #include "rank_env.h"
 
 namespace korovod::launcher {
@@ -20,15 +21,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct RankState {
-  RankState(const RankLaunch& l, OutputSink& sink)
-      : launch(l), out(l.rank, Stream::kStdout, sink), err(l.rank, Stream::kStderr, sink) {}
+  RankState(const RankLaunch& l, OutputSink& sink) : launch(l), output(l.rank, sink) {}
   const RankLaunch& launch;
-  os::Child child;
-  bool started = false;
-  std::optional<int> exit_code;
-  std::optional<Clock::time_point> kill_at;  // SIGKILL then, while ending the job
-  LinePrefixer out, err;
-  bool running() const { return started && !exit_code; }
+  std::optional<os::ProcessGroup> group;  // once started
+  ProcessOutput output;
+  bool running() const { return group && group->running(); }
+  bool output_open() const { return group && ProcessOutput::open(*group); }
 };
 
 std::string quoted_command(const std::vector<std::string>& argv) {
@@ -58,7 +56,9 @@ class Job {
       reap();
       kill_overdue();
     }
-    for (auto& r : ranks_) close_output(*r);
+    for (auto& r : ranks_) {
+      if (r->group) r->output.close(*r->group);
+    }
     if (stop_signal_) return 128 + *stop_signal_;
     return first_failure_code_.value_or(0);
   }
@@ -77,9 +77,8 @@ class Job {
         end_job();
         return;
       }
-      r->child = std::move(child).value();
-      r->started = true;
-      if (watcher_) watcher_->watch(r->child.pid);
+      r->group.emplace(std::move(child).value());
+      if (watcher_) watcher_->watch(r->group->pid());
     }
   }
 
@@ -87,28 +86,16 @@ class Job {
     const bool any_running = std::any_of(ranks_.begin(), ranks_.end(), [](auto& r) { return r->running(); });
     if (any_running) return false;
     if (!drain_until_) drain_until_ = Clock::now() + options_.drain;
-    const bool output_open = std::any_of(ranks_.begin(), ranks_.end(),
-                                         [](auto& r) { return r->child.out.valid() || r->child.err.valid(); });
+    const bool output_open = std::any_of(ranks_.begin(), ranks_.end(), [](auto& r) { return r->output_open(); });
     return !output_open || Clock::now() >= *drain_until_;
   }
 
   void wait_for_events(JobSignalFd& signals) {
-    std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
-    std::vector<std::pair<RankState*, Stream>> owners{{nullptr, Stream::kStdout}};
+    std::vector<WatchedOutput> watched;
     for (auto& r : ranks_) {
-      if (r->child.out.valid()) {
-        fds.push_back({r->child.out.get(), POLLIN, 0});
-        owners.push_back({r.get(), Stream::kStdout});
-      }
-      if (r->child.err.valid()) {
-        fds.push_back({r->child.err.get(), POLLIN, 0});
-        owners.push_back({r.get(), Stream::kStderr});
-      }
+      if (r->group) watched.push_back({&*r->group, &r->output});
     }
-    if (::poll(fds.data(), fds.size(), poll_timeout_ms()) <= 0) return;
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents != 0) read_output(*owners[i].first, owners[i].second);
-    }
+    poll_outputs(signals.fd(), watched, poll_timeout_ms());
   }
 
   // Until the next deadline (a SIGKILL due, the end of draining); a rank ending wakes poll()
@@ -116,31 +103,12 @@ class Job {
   int poll_timeout_ms() const {
     std::optional<Clock::time_point> next = drain_until_;
     for (const auto& r : ranks_) {
-      if (r->running() && r->kill_at && (!next || *r->kill_at < *next)) next = r->kill_at;
+      const std::optional<Clock::time_point> kill_at = r->group ? r->group->kill_deadline() : std::nullopt;
+      if (kill_at && (!next || *kill_at < *next)) next = kill_at;
     }
     if (!next) return -1;
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now()).count();
     return static_cast<int>(std::clamp<int64_t>(left, 0, 60'000));
-  }
-
-  void read_output(RankState& r, Stream stream) {
-    os::Fd& fd = stream == Stream::kStdout ? r.child.out : r.child.err;
-    char buf[65536];
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-    if (n <= 0) {
-      (stream == Stream::kStdout ? r.out : r.err).finish();
-      fd.reset();
-      return;
-    }
-    (stream == Stream::kStdout ? r.out : r.err).feed(std::string_view(buf, static_cast<size_t>(n)));
-  }
-
-  void close_output(RankState& r) {
-    if (r.child.out.valid()) r.out.finish();
-    if (r.child.err.valid()) r.err.finish();
-    r.child.out.reset();
-    r.child.err.reset();
   }
 
   void handle_signals(JobSignalFd& signals) {
@@ -154,7 +122,9 @@ class Job {
         end_job();
       } else {
         say(sink_, fmt::format("got {} while ending the job: killing every rank now", name));
-        for (auto& r : ranks_) r->kill_at = Clock::now();
+        for (auto& r : ranks_) {
+          if (r->group) r->group->kill_soon(Clock::now());
+        }
       }
     }
   }
@@ -163,17 +133,14 @@ class Job {
     for (auto& r : ranks_) {
       if (!r->running()) continue;
       // Whatever the rank left running in its group goes with it.
-      const std::optional<int> code = os::reap_group_if_ended(r->child.pid);
-      if (!code) continue;
-      r->exit_code = *code;
-      if (watcher_) watcher_->forget(r->child.pid);
-      r->child.in.reset();
+      if (!r->group->poll()) continue;
+      if (watcher_) watcher_->forget(r->group->pid());
       on_rank_exit(*r);
     }
   }
 
   void on_rank_exit(const RankState& r) {
-    const int code = *r.exit_code;
+    const int code = *r.group->exit_code();
     if (options_.verbose) say(sink_, fmt::format("rank {} on {} exited with code {}", r.launch.rank, r.launch.host, code));
     if (code == 0 || first_failure_code_ || stop_signal_) return;
     first_failure_code_ = code;
@@ -187,12 +154,10 @@ class Job {
     const auto now = Clock::now();
     for (auto& r : ranks_) {
       if (!r->running()) continue;
-      if (r->launch.remote) {
-        r->child.in.reset();  // end of file for the remote watcher
-        r->kill_at = now + options_.grace + SupervisorOptions::kRemoteMargin;
+      if (r->launch.remote) {  // end of file for the remote watcher
+        r->group->end(now, options_.grace + SupervisorOptions::kRemoteMargin, os::ProcessGroup::Ask::kCloseStdin);
       } else {
-        kill(-r->child.pid, SIGTERM);
-        r->kill_at = now + options_.grace;
+        r->group->end(now, options_.grace);
       }
     }
   }
@@ -200,10 +165,7 @@ class Job {
   void kill_overdue() {
     const auto now = Clock::now();
     for (auto& r : ranks_) {
-      if (r->running() && r->kill_at && *r->kill_at <= now) {
-        kill(-r->child.pid, SIGKILL);
-        r->kill_at.reset();
-      }
+      if (r->group) r->group->kill_if_due(now);
     }
   }
 

@@ -1,20 +1,18 @@
 #include "worker_pool.h"
 
-#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 
 namespace korovod::launcher {
 
 WorkerPool::~WorkerPool() {
   for (auto& p : processes_) {
-    if (!p->running) continue;
-    kill(-p->child.pid, SIGKILL);
-    os::wait_group(p->child.pid);
-    if (watcher_) watcher_->forget(p->child.pid);
+    if (!p->running()) continue;
+    p->group->signal(SIGKILL);
+    p->group->wait();
+    if (watcher_) watcher_->forget(p->group->pid());
   }
 }
 
@@ -22,8 +20,8 @@ Status WorkerPool::start(const WorkerSlot& worker, const ProcessSpec& spec, bool
   Result<os::Child> child = spawn_process(spec);
   if (!child.is_ok()) return child.status();
   auto p = std::make_unique<Process>(worker, remote, sink_);
-  p->child = std::move(child).value();
-  if (watcher_) watcher_->watch(p->child.pid);
+  p->group.emplace(std::move(child).value());
+  if (watcher_) watcher_->watch(p->group->pid());
   processes_.push_back(std::move(p));
   drain_until_.reset();
   return Status::ok();
@@ -32,13 +30,11 @@ Status WorkerPool::start(const WorkerSlot& worker, const ProcessSpec& spec, bool
 void WorkerPool::stop(const WorkerSlot& worker) {
   const auto now = Clock::now();
   for (auto& p : processes_) {
-    if (!p->running || p->worker != worker || p->kill_at) continue;
-    if (p->remote) {
-      p->child.in.reset();  // end of file for the remote watcher
-      p->kill_at = now + options_.grace + SupervisorOptions::kRemoteMargin;
+    if (p->worker != worker) continue;
+    if (p->remote) {  // end of file for the remote watcher
+      p->group->end(now, options_.grace + SupervisorOptions::kRemoteMargin, os::ProcessGroup::Ask::kCloseStdin);
     } else {
-      kill(-p->child.pid, SIGTERM);
-      p->kill_at = now + options_.grace;
+      p->group->end(now, options_.grace);
     }
   }
 }
@@ -48,35 +44,27 @@ void WorkerPool::stop_all() {
 }
 
 void WorkerPool::kill_all() {
-  for (auto& p : processes_) {
-    if (p->running) p->kill_at = Clock::now();
-  }
+  for (auto& p : processes_) p->group->kill_soon(Clock::now());
   kill_overdue();
 }
 
 bool WorkerPool::any_running() const {
-  return std::any_of(processes_.begin(), processes_.end(), [](auto& p) { return p->running; });
+  return std::any_of(processes_.begin(), processes_.end(), [](auto& p) { return p->running(); });
 }
 
 bool WorkerPool::idle() {
   if (any_running()) return false;
   if (!drain_until_) drain_until_ = Clock::now() + options_.drain;
-  const bool open = std::any_of(processes_.begin(), processes_.end(),
-                                [](auto& p) { return p->child.out.valid() || p->child.err.valid(); });
+  const bool open = std::any_of(processes_.begin(), processes_.end(), [](auto& p) { return p->output_open(); });
   if (open && Clock::now() < *drain_until_) return false;
-  for (auto& p : processes_) {
-    if (p->child.out.valid()) p->out.finish();
-    if (p->child.err.valid()) p->err.finish();
-    p->child.out.reset();
-    p->child.err.reset();
-  }
+  for (auto& p : processes_) p->output.close(*p->group);
   return true;
 }
 
 int WorkerPool::poll_timeout_ms(std::chrono::milliseconds cap) const {
   auto next = Clock::now() + cap;
   for (const auto& p : processes_) {
-    if (p->running && p->kill_at) next = std::min(next, *p->kill_at);
+    if (const std::optional<Clock::time_point> kill_at = p->group->kill_deadline()) next = std::min(next, *kill_at);
   }
   if (drain_until_) next = std::min(next, *drain_until_);
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(next - Clock::now()).count();
@@ -85,66 +73,32 @@ int WorkerPool::poll_timeout_ms(std::chrono::milliseconds cap) const {
 
 WorkerPool::Events WorkerPool::wait(JobSignalFd& signals, std::chrono::milliseconds timeout) {
   Events events;
-  std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
-  std::vector<std::pair<Process*, Stream>> owners{{nullptr, Stream::kStdout}};
-  for (auto& p : processes_) {
-    if (p->child.out.valid()) {
-      fds.push_back({p->child.out.get(), POLLIN, 0});
-      owners.push_back({p.get(), Stream::kStdout});
-    }
-    if (p->child.err.valid()) {
-      fds.push_back({p->child.err.get(), POLLIN, 0});
-      owners.push_back({p.get(), Stream::kStderr});
-    }
-  }
-  if (::poll(fds.data(), fds.size(), poll_timeout_ms(timeout)) > 0) {
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents != 0) read_output(*owners[i].first, owners[i].second);
-    }
-  }
+  std::vector<WatchedOutput> watched;
+  for (auto& p : processes_) watched.push_back({&*p->group, &p->output});
+  poll_outputs(signals.fd(), watched, poll_timeout_ms(timeout));
   while (std::optional<int> sig = signals.next()) {
     if (*sig != SIGCHLD) events.signals.push_back(*sig);
   }
   reap(events);
   kill_overdue();
   // Finished processes whose output is closed are forgotten.
-  std::erase_if(processes_, [](auto& p) { return !p->running && !p->child.out.valid() && !p->child.err.valid(); });
+  std::erase_if(processes_, [](auto& p) { return !p->running() && !p->output_open(); });
   return events;
-}
-
-void WorkerPool::read_output(Process& p, Stream stream) {
-  os::Fd& fd = stream == Stream::kStdout ? p.child.out : p.child.err;
-  char buf[65536];
-  const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-  if (n <= 0) {
-    (stream == Stream::kStdout ? p.out : p.err).finish();
-    fd.reset();
-    return;
-  }
-  (stream == Stream::kStdout ? p.out : p.err).feed(std::string_view(buf, static_cast<size_t>(n)));
 }
 
 void WorkerPool::reap(Events& events) {
   for (auto& p : processes_) {
-    if (!p->running) continue;
-    const std::optional<int> code = os::reap_group_if_ended(p->child.pid);  // and what it left in its group
+    if (!p->running()) continue;
+    const std::optional<int> code = p->group->poll();  // and what it left in its group
     if (!code) continue;
-    p->running = false;
-    if (watcher_) watcher_->forget(p->child.pid);
-    p->child.in.reset();
+    if (watcher_) watcher_->forget(p->group->pid());
     events.exits.push_back({p->worker, *code});
   }
 }
 
 void WorkerPool::kill_overdue() {
   const auto now = Clock::now();
-  for (auto& p : processes_) {
-    if (p->running && p->kill_at && *p->kill_at <= now) {
-      kill(-p->child.pid, SIGKILL);
-      p->kill_at.reset();
-    }
-  }
+  for (auto& p : processes_) p->group->kill_if_due(now);
 }
 
 }  // namespace korovod::launcher

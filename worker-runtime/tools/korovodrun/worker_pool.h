@@ -15,6 +15,8 @@
 #include "job_signals.h"
 #include "line_prefixer.h"
 #include "orphan_guard.h"
+#include "os/process_group.h"
+#include "process_output.h"
 #include "supervisor.h"
 
 namespace korovod::launcher {
@@ -48,16 +50,14 @@ class WorkerPool {
 
  private:
   struct Process {
-    Process(const WorkerSlot& w, bool r, OutputSink& sink)
-        : worker(w), remote(r), out(w.id(), Stream::kStdout, sink), err(w.id(), Stream::kStderr, sink) {}
+    Process(const WorkerSlot& w, bool r, OutputSink& sink) : worker(w), remote(r), output(w.id(), sink) {}
     WorkerSlot worker;
     bool remote;
-    os::Child child;
-    bool running = true;
-    std::optional<Clock::time_point> kill_at;
-    LinePrefixer out, err;
+    std::optional<os::ProcessGroup> group;  // set at once by start()
+    ProcessOutput output;
+    bool running() const { return group->running(); }
+    bool output_open() const { return ProcessOutput::open(*group); }
   };
-  void read_output(Process& p, Stream stream);
   void reap(Events& events);
   void kill_overdue();
   int poll_timeout_ms(std::chrono::milliseconds cap) const;
