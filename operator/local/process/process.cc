@@ -20,19 +20,26 @@ os::ExecArrays exec_arrays(const Exec& exec) {
   return std::move(arrays).value();
 }
 
-Process::Process(const Exec& exec, LineSink sink) : sink_(std::move(sink)) {
+namespace {
+
+os::Child start_child(const Exec& exec) {
   const os::ExecArrays args = exec_arrays(exec);
   os::SpawnOptions options;
   options.merge_output = true;
   korovod::Result<os::Child> child = os::spawn(args, options);
   if (!child.is_ok()) throw std::runtime_error(child.status().message());
-  pid_ = child->pid;
-  out_ = std::move(child->out);
+  return std::move(child).value();
+}
+
+}  // namespace
+
+Process::Process(const Exec& exec, LineSink sink)
+    : group_(start_child(exec)), out_(std::move(group_.out())), sink_(std::move(sink)) {
   pump_thread_ = std::thread([this] { pump(); });
 }
 
 Process::~Process() {
-  if (!exit_code_) {
+  if (group_.running()) {
     kube::RealClock clock;
     stop_process(*this, std::chrono::milliseconds(2000), clock);
   }
@@ -61,19 +68,11 @@ void Process::pump() {
 }
 
 // Once the process ended, anything it left in its group goes with it, as with a container's init
-// (os::reap_group_if_ended, os::wait_group).
-std::optional<int> Process::poll() {
-  if (!exit_code_) exit_code_ = os::reap_group_if_ended(pid_);
-  return exit_code_;
-}
+// (os::ProcessGroup).
+std::optional<int> Process::poll() { return group_.poll(); }
 
-void Process::signal(int signo) {
-  if (!exit_code_) kill(-pid_, signo);
-}
+void Process::signal(int signo) { group_.signal(signo); }
 
-int Process::wait() {
-  if (!exit_code_) exit_code_ = os::wait_group(pid_);
-  return *exit_code_;
-}
+int Process::wait() { return group_.wait(); }
 
 }  // namespace local

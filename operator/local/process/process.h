@@ -1,8 +1,8 @@
 // The host's processes behind ProcessLauncher (process_launcher.h): a Process is started by
-// os/spawn.h (the runtime's, which korovodrun starts its ranks with) in its own process group,
-// with stdout and stderr on a pipe whose lines go to a sink (the prefixed console, a log file).
-// The group is what a pod owns: signals go to the whole group (stop_process: SIGTERM, then
-// SIGKILL after the grace period).
+// os/spawn.h in its own process group and held as an os::ProcessGroup (os/process_group.h, the
+// runtime's, which korovodrun holds its ranks with), with stdout and stderr on a pipe whose lines
+// go to a sink (the prefixed console, a log file). The group is what a pod owns: signals go to
+// the whole group (stop_process: SIGTERM, then SIGKILL after the grace period).
 #pragma once
 
 #include <sys/types.h>
@@ -18,6 +18,7 @@
 
 #include "local/process/process_launcher.h"
 #include "local/sandbox/sandbox.h"
+#include "os/process_group.h"
 #include "os/spawn.h"
 
 namespace local {
@@ -36,7 +37,7 @@ class Process final : public LaunchedProcess {
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return group_.pid(); }
   std::optional<int> poll() override;
   void signal(int signo) override;
   int wait() override;
@@ -44,9 +45,8 @@ class Process final : public LaunchedProcess {
  private:
   void pump();
 
-  pid_t pid_ = -1;
-  korovod::os::Fd out_;  // stdout and stderr
-  std::optional<int> exit_code_;
+  korovod::os::ProcessGroup group_;
+  korovod::os::Fd out_;  // stdout and stderr, taken from group_ for the pump thread
   std::atomic<bool> stop_pump_{false};
   LineSink sink_;
   std::thread pump_thread_;

@@ -11,9 +11,10 @@
 
 namespace local {
 
-// SIGKILLs every remaining child of this process and reaps them all, waiting at most `limit` on
-// `clock` (polling every 10 ms). Returns the number of children reaped. Call only once no
-// Process object still waits on its own child (waitpid(-1) would take their exit statuses).
+// SIGKILLs every remaining child of this process and reaps them all (os::kill_and_reap_children,
+// repeated every 10 ms on `clock`), waiting at most `limit`. Returns the number of children
+// reaped. Call only once no Process object still waits on its own child (waitpid(-1) would take
+// their exit statuses).
 int reap_all_children(std::chrono::milliseconds limit, kube::Clock& clock);
 
 }  // namespace local

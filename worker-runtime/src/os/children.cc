@@ -1,6 +1,11 @@
 #include "os/children.h"
 
+#include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdlib>
 #include <filesystem>
@@ -30,6 +35,16 @@ std::vector<pid_t> children_of(pid_t parent) {
     if (ppid == parent) out.push_back(static_cast<pid_t>(std::stol(name)));
   }
   return out;
+}
+
+ReapPass kill_and_reap_children() {
+  ReapPass pass;
+  for (pid_t child : children_of(getpid())) kill(child, SIGKILL);
+  int status = 0;
+  pid_t r;
+  while ((r = waitpid(-1, &status, WNOHANG)) > 0) ++pass.reaped;
+  pass.none_left = r < 0 && errno == ECHILD;
+  return pass;
 }
 
 }  // namespace korovod::os

@@ -15,4 +15,14 @@ bool become_subreaper();
 // The processes whose parent is `parent` now, read from /proc.
 std::vector<pid_t> children_of(pid_t parent);
 
+// One pass of "no process left behind" for a subreaper about to exit: SIGKILLs every child this
+// process still has and reaps those that have ended, without blocking. The caller repeats it on
+// its own clock until none_left (operator/local/process/reaper.h). Only once nothing else waits
+// on a child of its own: waitpid(-1) takes any child's exit status.
+struct ReapPass {
+  int reaped = 0;
+  bool none_left = false;  // no child at all, not even a zombie
+};
+ReapPass kill_and_reap_children();
+
 }  // namespace korovod::os

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -192,6 +193,28 @@ TEST(Children, ListsThisProcesssChildrenAndNoOneElses) {
   EXPECT_TRUE(its.empty());
   kill(-child->pid, SIGKILL);
   EXPECT_EQ(wait_group(child->pid), 128 + SIGKILL);
+}
+
+TEST(Children, KillAndReapPassesEndEveryChildEvenOneIgnoringSigterm) {
+  pid_t children[2];
+  for (pid_t& c : children) {
+    c = fork();
+    if (c == 0) {
+      signal(SIGTERM, SIG_IGN);
+      for (;;) pause();
+    }
+    ASSERT_GT(c, 0);
+  }
+  int reaped = 0;
+  ReapPass pass;
+  for (int i = 0; i < 500 && !(pass = kill_and_reap_children()).none_left; ++i) {
+    reaped += pass.reaped;
+    usleep(10000);
+  }
+  reaped += pass.reaped;
+  EXPECT_TRUE(pass.none_left);
+  EXPECT_GE(reaped, 2);
+  for (pid_t c : children) EXPECT_TRUE(kill(c, 0) != 0 && errno == ESRCH) << "child " << c << " still exists";
 }
 
 }  // namespace
