@@ -3,7 +3,8 @@
 # serve on 127.0.0.2 (and 127.0.0.3), which are no interface's address: korovodrun counts them
 # as other hosts.
 #   korovod_agent_test.sh <korovod-agent> relay          out/err on the right fds, the exit code,
-#                                                        stdin relayed (a line, and 3 MiB via cat)
+#                                                        stdin relayed (a line, and 3 MiB via cat),
+#                                                        what the command left in its group killed
 #   korovod_agent_test.sh <korovod-agent> secret         another job's secret is refused (rsh 255,
 #                                                        "refused" in the agent's log); a missing
 #                                                        secret is an error on both sides
@@ -82,6 +83,14 @@ run_relay() {
     fail "working directory or environment: $(rsh 'pwd; echo $KOROVOD_AGENT_TEST_VAR' </dev/null)"
   expect_line "$work/agent-127.0.0.2.log" '^korovod-agent: running a command for 127\.0\.0\.[0-9]+:[0-9]+$' "the log"
   ! grep -q "echo out" "$work/agent-127.0.0.2.log" || fail "the agent logged the command's text"
+  # A command that exits leaving a process in its group (holding its stdout): that process is
+  # killed, so rsh returns the exit code at once rather than when the leftover ends.
+  local t0=$SECONDS
+  rsh "sleep 300 & echo \$! >$work/left.pid; exit 3" </dev/null >/dev/null
+  rc=$?
+  [ $rc -eq 3 ] || fail "a command leaving a process behind: rsh exited $rc, expected 3"
+  (( SECONDS - t0 < 30 )) || fail "rsh waited $((SECONDS - t0)) s for the leftover"
+  gone_within 3 "$(cat "$work/left.pid")" "the process the command left in its group"
 }
 
 run_secret() {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/signalfd.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,8 +25,8 @@ constexpr auto kAfterKill = std::chrono::seconds(2);
 CommandRelay::CommandRelay(os::Fd conn, std::string peer, os::Child child, FrameDecoder decoder, int grace_seconds,
                            int stop_fd)
     : peer_(std::move(peer)), grace_seconds_(grace_seconds), stop_fd_(stop_fd), conn_(std::move(conn)),
-      child_(std::move(child)), decoder_(std::move(decoder)) {
-  (void)tcp::set_nonblocking(child_.in.get());  // a command not reading its stdin must not block the loop
+      group_(std::move(child)), decoder_(std::move(decoder)) {
+  (void)tcp::set_nonblocking(group_.in().get());  // a command not reading its stdin must not block the loop
 }
 
 void CommandRelay::run() {
@@ -38,11 +37,8 @@ void CommandRelay::run() {
       if (conn_.valid()) (void)send_exit(conn_.get(), *exit_code_, peer_);
       return;
     }
-    if (kill_at_ && !killed_ && Clock::now() >= *kill_at_) {
-      signal_group(SIGKILL);
-      killed_ = true;
-    }
-    if (killed_ && !conn_.valid() && Clock::now() >= *kill_at_ + kAfterKill) return;
+    group_.kill_if_due(Clock::now());
+    if (give_up_at_ && !conn_.valid() && Clock::now() >= *give_up_at_) return;
     poll_once();
   }
 }
@@ -54,9 +50,9 @@ void CommandRelay::poll_once() {
     return &fds.back() - fds.data();
   };
   const auto conn_at = conn_.valid() && pending_stdin_.size() < kMaxPendingStdin ? watch(conn_.get(), POLLIN) : -1;
-  const auto out_at = child_.out.valid() ? watch(child_.out.get(), POLLIN) : -1;
-  const auto err_at = child_.err.valid() ? watch(child_.err.get(), POLLIN) : -1;
-  const auto in_at = child_.in.valid() && !pending_stdin_.empty() ? watch(child_.in.get(), POLLOUT) : -1;
+  const auto out_at = group_.out().valid() ? watch(group_.out().get(), POLLIN) : -1;
+  const auto err_at = group_.err().valid() ? watch(group_.err().get(), POLLIN) : -1;
+  const auto in_at = group_.in().valid() && !pending_stdin_.empty() ? watch(group_.in().get(), POLLOUT) : -1;
   const auto stop_at = stop_fd_ >= 0 ? watch(stop_fd_, POLLIN) : -1;
   if (poll(fds.data(), fds.size(), kPollMs) <= 0) return;
   auto ready = [&fds](long at) { return at >= 0 && fds[static_cast<size_t>(at)].revents != 0; };
@@ -65,11 +61,11 @@ void CommandRelay::poll_once() {
     (void)!read(stop_fd_, &info, sizeof info);
     terminate();
   }
-  if (ready(out_at)) on_output(child_.out, FrameType::kStdout);
-  if (ready(err_at)) on_output(child_.err, FrameType::kStderr);
+  if (ready(out_at)) on_output(group_.out(), FrameType::kStdout);
+  if (ready(err_at)) on_output(group_.err(), FrameType::kStderr);
   if (ready(conn_at)) on_connection_readable();
   if (ready(in_at)) flush_stdin();
-  if (stdin_ended_ && pending_stdin_.empty()) child_.in.reset();
+  if (stdin_ended_ && pending_stdin_.empty()) group_.in().reset();
 }
 
 void CommandRelay::on_connection_readable() {
@@ -90,7 +86,7 @@ void CommandRelay::on_connection_readable() {
 void CommandRelay::on_frame(Frame frame) {
   switch (frame.type) {
     case FrameType::kStdin:
-      if (child_.in.valid() && !stdin_ended_) pending_stdin_ += frame.data;
+      if (group_.in().valid() && !stdin_ended_) pending_stdin_ += frame.data;
       return;
     case FrameType::kStdinEnd:
       stdin_ended_ = true;
@@ -110,24 +106,22 @@ void CommandRelay::on_output(os::Fd& pipe, FrameType type) {
 }
 
 void CommandRelay::flush_stdin() {
-  const ssize_t n = write(child_.in.get(), pending_stdin_.data(), pending_stdin_.size());
+  const ssize_t n = write(group_.in().get(), pending_stdin_.data(), pending_stdin_.size());
   if (n > 0) {
     pending_stdin_.erase(0, static_cast<size_t>(n));
   } else if (n < 0 && errno != EAGAIN && errno != EINTR) {  // the command closed its stdin
-    child_.in.reset();
+    group_.in().reset();
     pending_stdin_.clear();
   }
 }
 
 void CommandRelay::reap() {
-  if (exit_code_) return;
-  int status = 0;
-  if (waitpid(child_.pid, &status, WNOHANG) == child_.pid) exit_code_ = os::exit_code_from_wait_status(status);
+  if (!exit_code_) exit_code_ = group_.poll();  // and what it left in its group is killed
 }
 
 void CommandRelay::connection_lost(const std::string& why) {
   conn_.reset();
-  child_.in.reset();  // a watcher on the command's stdin sees end of file
+  group_.in().reset();  // a watcher on the command's stdin sees end of file
   pending_stdin_.clear();
   if (!exit_code_ || outputs_open()) {
     fmt::print(stderr, "korovod-agent: ending the command of {}: {}\n", peer_, why);
@@ -136,14 +130,11 @@ void CommandRelay::connection_lost(const std::string& why) {
 }
 
 void CommandRelay::terminate() {
-  if (kill_at_) return;
-  signal_group(SIGTERM);
-  kill_at_ = Clock::now() + std::chrono::seconds(grace_seconds_);
-}
-
-void CommandRelay::signal_group(int signal) {
-  // Before the child's setsid() the group does not exist yet: the child itself then.
-  if (kill(-child_.pid, signal) != 0 && errno == ESRCH && !exit_code_) kill(child_.pid, signal);
+  if (give_up_at_) return;
+  const auto now = Clock::now();
+  const std::chrono::seconds grace(grace_seconds_);
+  group_.end(now, grace);  // nothing when it has exited: what was left in its group is gone already
+  give_up_at_ = now + grace + kAfterKill;
 }
 
 }  // namespace korovod::agent
