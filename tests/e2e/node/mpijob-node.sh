@@ -457,6 +457,12 @@ delete_and_check pytorch-digits-agent
 t0=$SECONDS
 job=digits-agent-killed
 apply_job "$here/manifests/$job.yaml"
+# The operator creates the pod after the apply: kubectl wait fails at once on a pod not there yet.
+deadline=$((SECONDS + 180))
+until kn get "pod/$job-worker-0" >/dev/null 2>&1; do
+  ((SECONDS < deadline)) || fail "$job-worker-0 was not created within 180s"
+  sleep 1
+done
 kn wait --for=condition=Ready "pod/$job-worker-0" --timeout=180s >/dev/null || fail "$job-worker-0 not Ready within 180s"
 uid=$(kn exec "$job-worker-0" -- id -u) && comm=$(kn exec "$job-worker-0" -- cat /proc/1/comm) ||
   fail "kubectl exec into $job-worker-0 failed"
