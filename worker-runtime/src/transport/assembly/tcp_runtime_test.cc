@@ -272,6 +272,24 @@ TEST(TcpRuntime, MissingRankFailsTheStartNamingIt) {
       << options.status().message();
 }
 
+TEST(TcpRuntime, EveryRankThatNeverCameIsNamed) {
+  TcpWorldConfig world;
+  world.rendezvous_addr = "127.0.0.1";
+  world.rendezvous_port = free_port();
+  world.rank = 0;
+  world.size = 4;  // ranks 1 and 3 never come; rank 2 does
+  world.start_timeout_seconds = 3;
+  std::thread rank2([world]() mutable {
+    world.rank = 2;
+    (void)tcp_runtime_options(tcp_config(), world);  // fails too once rank 0 gave up
+  });
+  Result<RuntimeOptions> options = tcp_runtime_options(tcp_config(), world);
+  rank2.join();
+  ASSERT_FALSE(options.is_ok());
+  EXPECT_NE(options.status().message().find("ranks 1, 3 did not arrive at the rendezvous store"), std::string::npos)
+      << options.status().message();
+}
+
 TEST(TcpRuntime, OperationAfterAnotherRanksShutdownFailsInsteadOfHanging) {
   // Rank 1 shuts down (as an elastic reset after its own failure does) while rank 0 is idle: the
   // agreed shutdown ends rank 0's engine too. Rank 0's next operation must fail at once

@@ -1,6 +1,7 @@
 #include "transport/tcp/tcp_transport.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -71,6 +72,7 @@ Status TcpTransportProvider::elastic_rendezvous(const Endpoint& store, const Tcp
       StoreClient::connect(store, timeout_seconds_, who, auth_.secret, auth_.clock);
   if (!client.is_ok()) return client.status();
   store_ = std::move(client).value();
+  store_endpoint_ = store;
   Result<ElasticRound> round = join_elastic_round(*store_, world.elastic_worker_id, world.elastic_timeout_seconds);
   if (!round.is_ok()) return round.status();
   const WorldInfo assigned = round->world;
@@ -102,6 +104,7 @@ Status TcpTransportProvider::rendezvous(const Endpoint& store, const std::string
         StoreClient::connect(store, seconds_left(deadline), who, auth_.secret, auth_.clock);
     if (!client.is_ok()) return client.status();
     store_ = std::move(client).value();
+    store_endpoint_ = store;
     Result<int64_t> starts = store_->add(fmt::format("korovod/starts/{}", info_.rank), 1);
     Status st = starts.is_ok() ? Status::ok() : starts.status();
     if (st.is_ok()) {
@@ -112,6 +115,23 @@ Status TcpTransportProvider::rendezvous(const Endpoint& store, const std::string
     if (st.code() != StatusCode::kUnknownError || deadline.passed()) return st;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+// After rank `first` timed out: it and every later rank that has not set its host identity
+// either ("rank 1 did not arrive", "ranks 1, 3 did not arrive"), so that a launcher's user sees
+// at once which of its processes never started. A connection of its own: the one that timed out
+// still has its get parked at the store.
+std::string TcpTransportProvider::missing_ranks(int first) {
+  std::vector<int> missing{first};
+  Result<std::unique_ptr<StoreClient>> look = StoreClient::connect(
+      store_endpoint_, 2.0, fmt::format("rank {} (listing the missing ranks)", info_.rank), auth_.secret, auth_.clock);
+  for (int r = first + 1; r < info_.size; ++r) {
+    if (!look.is_ok()) break;
+    Result<std::optional<std::string>> h = (*look)->try_get(fmt::format("{}host/{}", key_prefix_, r));
+    if (h.is_ok() && !h->has_value()) missing.push_back(r);
+  }
+  if (missing.size() == 1) return fmt::format("rank {} did not arrive", first);
+  return fmt::format("ranks {} did not arrive", fmt::join(missing, ", "));
 }
 
 // Ranks with the same host identity form a host: local rank = position among them; hosts are
@@ -127,7 +147,7 @@ Status TcpTransportProvider::learn_topology(const std::string& host_id, const st
   for (int r = 0; r < info_.size; ++r) {
     Result<std::string> h = store_->get(fmt::format("{}host/{}", key_prefix_, r), seconds_left(deadline));
     if (h.status().code() == StatusCode::kUnknownError) return h.status();  // connection lost
-    if (!h.is_ok()) return Status::aborted(fmt::format("rank {} did not arrive at the rendezvous store: {}", r, h.status().message()));
+    if (!h.is_ok()) return Status::aborted(fmt::format("{} at the rendezvous store: {}", missing_ranks(r), h.status().message()));
     hosts[r] = *h;
     Result<std::string> name = store_->get(fmt::format("{}name/{}", key_prefix_, r), seconds_left(deadline));
     if (!name.is_ok()) return name.status();

@@ -64,9 +64,11 @@ class TcpTransportProvider final : public TransportProvider {
   // round's other workers under "r<round>/" within the start timeout.
   Status elastic_rendezvous(const Endpoint& store, const TcpWorldConfig& world, const std::string& host_id);
   Status learn_topology(const std::string& host_id, const std::string& hostname, Deadline deadline);
+  std::string missing_ranks(int first);  // "rank 1 did not arrive" / "ranks 1, 3 did not arrive"
 
   std::unique_ptr<StoreServer> server_;  // rank 0 only
   std::unique_ptr<StoreClient> store_;
+  Endpoint store_endpoint_;  // where store_ is connected
   std::string key_prefix_;  // "start<n>/", or "r<round>/" in elastic mode
   WorldInfo info_;
   std::string host_id_;                 // this rank's, as published
