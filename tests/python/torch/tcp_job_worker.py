@@ -8,6 +8,9 @@ behaved as it must.
                                        allreduce as KeyboardInterrupt within about a second of the
                                        signal (the wait looks every second)
   python tcp_job_worker.py reinit      init -> shutdown -> init without mpirun
+  python tcp_job_worker.py sum         a Sum allreduce of rank + 1 (test_rendezvous_host.py: the
+                                       store hosted by the test's own process)
+  python tcp_job_worker.py init_error  hvd.init() must fail: prints the exception's type and text
 """
 
 import argparse
@@ -71,10 +74,28 @@ def reinit() -> None:
         print(f"REINIT-WRONG {results}, expected {expected}", flush=True)
 
 
+def sum_of_ranks() -> None:
+    hvd.init()
+    result = hvd.allreduce(torch.full((3,), float(hvd.rank() + 1)), op=hvd.Sum, name="sum").tolist()
+    print(f"SUM-OK rank {hvd.rank()} of {hvd.size()}: {result}", flush=True)
+    hvd.shutdown()
+
+
+def init_error() -> None:
+    try:
+        hvd.init()
+    except Exception as e:  # what a user sees: the type and the text
+        print(f"INIT-ERROR {type(e).__name__}: {e}", flush=True)
+        return
+    print("INIT-SUCCEEDED", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("scenario", choices=["lost_peer", "interrupt", "reinit"])
-    {"lost_peer": lost_peer, "interrupt": interrupt, "reinit": reinit}[parser.parse_args().scenario]()
+    scenarios = {"lost_peer": lost_peer, "interrupt": interrupt, "reinit": reinit, "sum": sum_of_ranks,
+                 "init_error": init_error}
+    parser.add_argument("scenario", choices=sorted(scenarios))
+    scenarios[parser.parse_args().scenario]()
 
 
 if __name__ == "__main__":

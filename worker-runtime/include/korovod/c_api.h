@@ -123,6 +123,25 @@ int korovod_elastic_hosts_version(uint64_t* version, uint32_t* kind, char* error
  * due exactly when it is newer than korovod_elastic_round of the running runtime. */
 int korovod_elastic_published_round(uint64_t* round, char* error_text, int error_len);
 
+/* ---- hosting the rendezvous ----
+ * For a program that starts the ranks itself (korovod.spark's and korovod.ray's drivers, as
+ * korovodrun does for its own): the job's TCP rendezvous store, served on a thread of this
+ * process. Ranks started with KOROVOD_RENDEZVOUS_SERVER=external, KOROVOD_RENDEZVOUS_ADDR (an
+ * address of this host they can reach), KOROVOD_RENDEZVOUS_PORT = korovod_rendezvous_port,
+ * KOROVOD_RANK, KOROVOD_SIZE and KOROVOD_JOB_SECRET = job_secret meet there at korovod_init.
+ * listen_host: a numeric IPv4 address ("0.0.0.0": every interface); port 0: an ephemeral one.
+ * job_secret (NUL-terminated, at least 16 bytes) is required: every connection proves it before
+ * the store answers; refused connections are logged on stderr with their address. On failure
+ * (a bad argument or secret: KOROVOD_ERR_INVALID_ARGUMENT; the port taken: KOROVOD_ERR_UNKNOWN)
+ * *out is NULL and error_text says why, never showing the secret. */
+typedef struct korovod_rendezvous korovod_rendezvous;
+int korovod_rendezvous_start(korovod_rendezvous** out, const char* listen_host, int port, const char* job_secret,
+                             char* error_text, int error_len);
+int korovod_rendezvous_port(const korovod_rendezvous* r); /* -1 for NULL */
+/* Closes every connection, stops the thread and frees r (NULL: nothing). Call it once the ranks
+ * have shut down: they keep a connection to the store while they run. */
+void korovod_rendezvous_stop(korovod_rendezvous* r);
+
 /* ---- queries ---- */
 int korovod_rank(const korovod_runtime* rt);
 int korovod_size(const korovod_runtime* rt);

@@ -21,6 +21,7 @@
 //   KOROVOD_ELASTIC_TIMEOUT    seconds an init waits for a round that takes this worker (600)
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,25 @@ Result<std::unique_ptr<Runtime>> start_tcp_runtime(Config config, const TcpWorld
 
 // Convenience: config and world from the process environment.
 Result<std::unique_ptr<Runtime>> init_tcp_runtime(std::vector<std::vector<int>> process_sets = {});
+
+// The job's rendezvous store, hosted by a process that starts the ranks itself (korovodrun does;
+// a Python driver such as korovod.spark's through the C ABI, korovod_rendezvous_start): ranks
+// started with KOROVOD_RENDEZVOUS_SERVER=external, this address and port, and the same job
+// secret meet there. It serves on a thread of its own until destroyed, which closes every
+// connection.
+class RendezvousHost {
+ public:
+  virtual ~RendezvousHost() = default;
+  virtual int port() const = 0;  // the port it listens on (the ephemeral one when 0 was asked)
+};
+// Listens on `listen_host` (a numeric IPv4 address; "0.0.0.0": every interface) and `port` (0:
+// an ephemeral port). `job_secret` is required, at least 16 bytes (kInvalidArgument otherwise,
+// never showing it): a store reachable from a cluster's network is never left open. Refused
+// connections are reported to `log` (null: stderr, "korovod: rendezvous store on port P: closed the
+// connection from A:P: ...") with their address.
+Result<std::unique_ptr<RendezvousHost>> host_rendezvous(const std::string& listen_host, int port,
+                                                        const std::string& job_secret,
+                                                        std::function<void(const std::string&)> log = nullptr);
 
 // A world of one rank in this process, for a job started with no launcher at all (`python
 // train.py`): the same engine and data planes, with the store and every socket on 127.0.0.1

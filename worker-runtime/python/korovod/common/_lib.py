@@ -79,6 +79,10 @@ _SIGNATURES = {
     "korovod_elastic_round": ([_rt], c_int64),
     "korovod_elastic_hosts_version": ([POINTER(c_uint64), POINTER(c_uint32), c_char_p, c_int], c_int),
     "korovod_elastic_published_round": ([POINTER(c_uint64), c_char_p, c_int], c_int),
+    # hosting the rendezvous (korovod.common.rendezvous; optional: an older library lacks it)
+    "korovod_rendezvous_start": ([POINTER(c_void_p), c_char_p, c_int, c_char_p, c_char_p, c_int], c_int),
+    "korovod_rendezvous_port": ([c_void_p], c_int),
+    "korovod_rendezvous_stop": ([c_void_p], None),
     # queries
     "korovod_rank": ([_rt], c_int),
     "korovod_size": ([_rt], c_int),
