@@ -122,7 +122,8 @@ def evaluate(model, test_set, epoch: int):
     return total_loss / total, total_correct / total, int(total_correct), int(total)
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> float:
+    """Trains; returns the final test accuracy (korovod.spark.run's example collects it)."""
     args = parse_args(argv)
     hvd.init()
     torch.manual_seed(args.seed)
@@ -179,6 +180,7 @@ def main(argv=None) -> None:
         f"{hvd.size()} rank(s), {time.monotonic() - start:.1f}s)")
     if args.checkpoint:
         log(f"checkpoint: {args.checkpoint}")
+    return test_acc
 
 
 if __name__ == "__main__":

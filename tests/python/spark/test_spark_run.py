@@ -1,0 +1,206 @@
+"""korovod.spark.run on a real local[2] Spark session (pyspark from PyPI, Debian's Java): ranks as
+the tasks of a barrier stage meeting at the driver's rendezvous store. Needs pyspark and torch
+(the PyPI torch venv that scripts/setup makes; tests/python/CMakeLists.txt: python.<torch>.spark_local)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed in this interpreter (scripts/setup "
+                              "installs it into the PyPI torch venv)")
+torch = pytest.importorskip("torch")
+
+import korovod.spark  # noqa: E402
+from korovod.spark import RankFailed, RemoteTraceback  # noqa: E402
+from korovod.spark._pickle import cloudpickle_module  # noqa: E402
+
+# The ranks cannot import this test file: its functions travel by value, as a script's do.
+cloudpickle_module().register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+    # The executors' Python is this one (the venv's): Spark's default is `python3` on PATH.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (SparkSession.builder.master("local[2]").appName("korovod-spark-test")
+               .config("spark.ui.enabled", "false")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               # A barrier stage larger than the cluster fails at once instead of retrying 10 minutes.
+               .config("spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures", "1")
+               .config("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "1s")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def rank_processes():
+    """Processes running a korovod.spark rank (none may be left after a call)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "korovod.spark._rank" in cmdline:
+            found.append((int(entry.name), cmdline))
+    return found
+
+
+def assert_nothing_left_running():
+    deadline = time.monotonic() + 10
+    while rank_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not rank_processes(), rank_processes()
+
+
+def _data():
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(16, 5, generator=g)
+    y = x @ torch.tensor([[1.0], [-2.0], [0.5], [3.0], [0.0]]) + 0.25
+    return x, y
+
+
+def _train(x, y, distributed: bool):
+    import korovod.torch as hvd
+    torch.manual_seed(0)
+    model = torch.nn.Linear(5, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    if distributed:
+        hvd.init()
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters())
+        half = x.shape[0] // hvd.size()
+        x, y = x[hvd.rank() * half:(hvd.rank() + 1) * half], y[hvd.rank() * half:(hvd.rank() + 1) * half]
+    for _ in range(20):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def train_fn(x, y):
+    return _train(x, y, distributed=True)
+
+
+def test_two_ranks_equal_one_process_on_the_combined_batch(spark):
+    x, y = _data()
+    results = korovod.spark.run(train_fn, args=(x, y), num_proc=2)
+    single = _train(x, y, distributed=False)
+    assert len(results) == 2
+    for rank_params in results:  # every rank holds the same model, that of one process on all 16 rows
+        for got, want in zip(rank_params, single):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def whoami(tag, scale=1):
+    import korovod.torch as hvd
+    hvd.init()
+    total = hvd.allreduce(torch.tensor([float(hvd.rank() + 1) * scale]), op=hvd.Sum).item()
+    return tag, hvd.rank(), hvd.size(), hvd.local_size(), total, os.environ.get("KOROVOD_RENDEZVOUS_SERVER")
+
+
+def test_results_come_in_rank_order_with_args_and_kwargs(spark):
+    assert korovod.spark.run(whoami, args=("t",), kwargs={"scale": 2}, num_proc=2) == [
+        ("t", 0, 2, 2, 6.0, "external"), ("t", 1, 2, 2, 6.0, "external")]
+    # num_proc defaults to spark.default.parallelism (2 here); use_mpi is accepted and changes nothing.
+    assert [r[1] for r in korovod.spark.run(whoami, args=("d",), use_mpi=True)] == [0, 1]
+    assert_nothing_left_running()
+
+
+def fail_on_rank_one():
+    import korovod.torch as hvd
+    hvd.init()
+    if hvd.rank() == 1:
+        raise ValueError("rank one's batch is bad")
+    hvd.allreduce(torch.ones(1), name="never_completes")  # rank 0 loses its peer here
+    return "unreachable"
+
+
+def test_a_failing_rank_fails_the_call_with_its_exception_and_traceback(spark):
+    with pytest.raises(ValueError, match="rank one's batch is bad") as info:
+        korovod.spark.run(fail_on_rank_one, num_proc=2)
+    cause = info.value.__cause__
+    assert isinstance(cause, RemoteTraceback)
+    assert "rank 1 of 2" in str(cause) and "fail_on_rank_one" in str(cause), str(cause)
+    assert any("raised by rank 1 of 2" in n for n in getattr(info.value, "__notes__", [])), info.value
+    assert_nothing_left_running()
+
+
+def arrive_late():
+    import korovod.torch as hvd
+    if int(os.environ["KOROVOD_RANK"]) == 1:
+        time.sleep(8)
+    hvd.init()
+    return "arrived"
+
+
+def test_a_rank_that_does_not_arrive_in_time_is_named(spark):
+    start = time.monotonic()
+    with pytest.raises(Exception, match="rank 1 did not arrive at the rendezvous store"):
+        korovod.spark.run(arrive_late, num_proc=2, start_timeout=2)
+    assert time.monotonic() - start < 60
+    assert_nothing_left_running()
+
+
+def kill_rank_one():
+    import korovod.torch as hvd
+    hvd.init()
+    if hvd.rank() == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    hvd.allreduce(torch.ones(1), name="after_the_kill")
+
+
+def test_a_killed_rank_is_named_with_its_signal(spark):
+    with pytest.raises(RankFailed, match=r"rank 1 of 2: its process was killed by signal 9") as info:
+        korovod.spark.run(kill_rank_one, num_proc=2)
+    assert info.value.rank == 1 and info.value.exit_code == -signal.SIGKILL
+    assert_nothing_left_running()
+
+
+def test_more_ranks_than_task_slots_fails_instead_of_waiting(spark):
+    with pytest.raises(Exception, match="(?i)barrier"):
+        korovod.spark.run(whoami, args=("x",), num_proc=3)
+    assert_nothing_left_running()
+
+
+def test_without_a_spark_session_and_the_estimators_say_what_is_missing():
+    code = ("import korovod.spark\n"
+            "try:\n    korovod.spark.run(print)\nexcept Exception as e:\n    print('ERR', e)\n"
+            "for m in ('torch', 'keras'):\n"
+            "    try:\n        __import__('korovod.spark.' + m)\n    except ImportError as e:\n        print('IMPORT', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert "ERR Could not find an active SparkContext" in out, out
+    assert "IMPORT korovod.spark.torch (Horovod's TorchEstimator) does not exist in korovod yet" in out, out
+    assert "IMPORT korovod.spark.keras (Horovod's KerasEstimator) does not exist in korovod yet" in out, out
+
+
+def test_ctrl_c_on_the_driver_cancels_the_job_and_leaves_no_rank_running():
+    example = Path(__file__).resolve().parents[3] / "examples" / "spark" / "pytorch_spark_digits.py"
+    driver = subprocess.Popen([sys.executable, str(example), "--epochs", "100000"], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        seen = []
+        for line in driver.stdout:  # until a rank trains
+            seen.append(line)
+            if "<stdout>:epoch " in line or time.monotonic() > deadline:
+                break
+        assert any("<stdout>:epoch " in line for line in seen), "".join(seen[-30:])
+        driver.send_signal(signal.SIGINT)
+        rest, _ = driver.communicate(timeout=60)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert driver.returncode != 0 and "KeyboardInterrupt" in rest, rest[-3000:]
+    assert_nothing_left_running()
