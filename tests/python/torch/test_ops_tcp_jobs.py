@@ -35,8 +35,13 @@ def run_job(scenario: str, size: int = 2, timeout: float = 90):
 
 
 def _run_job_on(port: int, scenario: str, size: int, timeout: float):
-    procs = [subprocess.Popen([sys.executable, str(WORKER), scenario], env=job_environment(r, size, port),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(size)]
+    return run_workers(scenario, [job_environment(r, size, port) for r in range(size)], timeout)
+
+
+def run_workers(scenario: str, envs: list, timeout: float) -> list:
+    """Outputs of one tcp_job_worker.py `scenario` process per environment in `envs`."""
+    procs = [subprocess.Popen([sys.executable, str(WORKER), scenario], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for env in envs]
     outputs = []
     try:
         for p in procs:

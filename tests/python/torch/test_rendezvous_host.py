@@ -5,8 +5,6 @@ outer job, from rank 0; the other ranks skip it."""
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, List
 
@@ -15,7 +13,7 @@ import pytest
 import korovod
 import korovod.torch as hvd
 from korovod.common.rendezvous import RendezvousServer
-from test_ops_tcp_jobs import _LAUNCHER_VARIABLES, WORKER
+from test_ops_tcp_jobs import _LAUNCHER_VARIABLES, run_workers
 
 pytestmark = pytest.mark.once_per_interpreter  # the jobs here do not depend on the outer one
 
@@ -30,18 +28,7 @@ def clean_environment(extra: Dict[str, str]) -> Dict[str, str]:
 
 
 def run_ranks(scenario: str, envs: List[Dict[str, str]], timeout: float = 90) -> List[str]:
-    procs = [subprocess.Popen([sys.executable, str(WORKER), scenario], env=clean_environment(e),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for e in envs]
-    outputs = []
-    try:
-        for p in procs:
-            outputs.append(p.communicate(timeout=timeout)[0])
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    return outputs
+    return run_workers(scenario, [clean_environment(e) for e in envs], timeout)
 
 
 @pytest.fixture(autouse=True)
