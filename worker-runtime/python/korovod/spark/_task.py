@@ -14,11 +14,10 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections import deque
 from pathlib import Path
-from typing import Deque, Dict, Optional, Tuple
+from typing import Deque, Dict, Tuple
 
 _TAIL_LINES = 50  # of a rank's output, kept for the driver's error message
 
@@ -45,38 +44,51 @@ def _forward(pipe, rank: int, stream_name: str, sink, tail: Deque[str], lock: th
 
 
 def run_rank(rank: int, payload: bytes, env: Dict[str, str]) -> Tuple:
-    """Runs one rank to its end; its outcome: ("ok", result bytes) | ("error", record bytes,
-    tail) | ("exit", code, tail)."""
+    """Runs one rank to its end; its outcome: ("done", the pickled record _rank.py wrote, the
+    output's last lines) | ("exit", exit code, the output's last lines) when it wrote none."""
     package_root = str(Path(__file__).resolve().parents[2])
     env = dict(env)
     env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH", "")] if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
-    with tempfile.TemporaryDirectory(prefix=f"korovod-spark-rank{rank}-") as tmp:
-        out = os.path.join(tmp, "outcome")
-        proc = subprocess.Popen([sys.executable, "-m", "korovod.spark._rank", out], env=env, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
-        tail: Deque[str] = deque(maxlen=_TAIL_LINES)
-        lock = threading.Lock()
-        readers = [threading.Thread(target=_forward, args=(proc.stdout, rank, "stdout", sys.stdout, tail, lock)),
-                   threading.Thread(target=_forward, args=(proc.stderr, rank, "stderr", sys.stderr, tail, lock))]
-        for t in readers:
-            t.daemon = True
-            t.start()
-        try:
-            proc.stdin.write(payload)
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        code = _wait(proc)
-        for t in readers:
-            t.join(timeout=5)
-        record: Optional[bytes] = None
-        if os.path.exists(out):
-            with open(out, "rb") as f:
-                record = f.read()
-    if record is not None:
-        return ("done", record, list(tail))
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "korovod.spark._rank", str(write_end)], env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                pass_fds=(write_end,), preexec_fn=_die_with_parent)
+    finally:
+        os.close(write_end)  # the rank holds it now: end of file once it exits
+    outcome = bytearray()
+    tail: Deque[str] = deque(maxlen=_TAIL_LINES)
+    lock = threading.Lock()
+    readers = [threading.Thread(target=_forward, args=(proc.stdout, rank, "stdout", sys.stdout, tail, lock)),
+               threading.Thread(target=_forward, args=(proc.stderr, rank, "stderr", sys.stderr, tail, lock)),
+               threading.Thread(target=_collect, args=(read_end, outcome))]
+    for t in readers:
+        t.daemon = True
+        t.start()
+    try:
+        proc.stdin.write(payload)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    code = _wait(proc)
+    for t in readers:
+        t.join(timeout=5)
+    if outcome:
+        return ("done", bytes(outcome), list(tail))
     return ("exit", code, list(tail))
+
+
+def _collect(fd: int, into: bytearray) -> None:
+    """Everything the rank writes to its outcome pipe (read while it runs: a large result must not
+    fill the pipe and block it)."""
+    try:
+        # os.read returns what has come: a process the rank forked may hold the pipe open past its
+        # exit, so end of file may come late.
+        for chunk in iter(lambda: os.read(fd, 1 << 20), b""):
+            into.extend(chunk)
+    finally:
+        os.close(fd)
 
 
 def _wait(proc: subprocess.Popen) -> int:
