@@ -376,7 +376,8 @@ fi
 kill_worker_and_wait_recreated "$job-worker-1"
 # While it trains again: the operator's status.progress (docs/progress.md), read from rank 0's
 # progress lines in the launcher's log with the chart's and the runtime's default intervals
-# (10 s each; this run trains about 30 s), advances, and kubectl get shows it in the printer
+# (10 s each; this run trains about 25 s after the restart: 60 epochs, 10 s, were too few to see
+# two steps), advances, and kubectl get shows it in the printer
 # columns. The restart cleared the first run's progress or is about to: a step may go down once.
 steps=() deadline=$((SECONDS + 420)) advanced=""
 until [[ $(cond "$job" Succeeded) == True ]]; do
