@@ -50,6 +50,7 @@ def test_queries_match_the_launcher():
 
 def test_build_queries():
     assert isinstance(hvd.mpi_built(), bool) and isinstance(hvd.gloo_built(), bool)
+    assert hvd.gloo_built()  # the TCP control plane, Horovod's Gloo mode: in every build
     assert isinstance(hvd.nccl_built(), int) and hvd.nccl_built() >= 0
     assert (hvd.ddl_built(), hvd.ccl_built(), hvd.rocm_built()) == (False, False, False)
     assert isinstance(hvd.cuda_built(), bool)

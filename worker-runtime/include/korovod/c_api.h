@@ -154,7 +154,7 @@ int korovod_mpi_built(void);          /* libkorovod_mpi.so was built (next to li
 int korovod_mpi_enabled(const korovod_runtime* rt); /* this runtime's control plane is MPI */
 int korovod_mpi_threads_supported(void); /* MPI initialised with MPI_THREAD_MULTIPLE */
 int korovod_nccl_built(void);         /* NCCL_VERSION_CODE, 0 without NCCL */
-int korovod_gloo_built(void);
+int korovod_gloo_built(void);         /* 1: the TCP control plane (Horovod's Gloo mode) is built */
 int korovod_cuda_built(void);
 /* Control plane and data planes in use, e.g. "TCP" and "SHM,TCP" (comma separated). */
 const char* korovod_transport_name(const korovod_runtime* rt);

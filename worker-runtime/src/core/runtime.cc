@@ -175,7 +175,9 @@ Status Runtime::stop_timeline() {
   return Status::ok();
 }
 
-bool gloo_built() { return false; }
+// Horovod's Gloo mode (no MPI: HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT, horovodrun --gloo, the Spark and
+// Ray runners) is korovod's TCP control plane, which every build has.
+bool gloo_built() { return true; }
 bool cuda_built() { return false; }
 bool nccl_built() { return false; }
 
