@@ -85,3 +85,16 @@ def test_errors_name_what_is_wrong():
             taken.start()
     server.stop()  # a second stop does nothing
     assert server.port == -1
+
+
+def test_hosting_the_rendezvous_before_importing_torch_leaves_torch_importable():
+    # A driver that hosts the store first loads libkorovod first; built with NCCL, it must not
+    # bind libnccl.so.2 to an NCCL older than the one torch needs (korovod.common._lib).
+    import subprocess
+    import sys
+    code = ("from korovod.common.rendezvous import RendezvousServer\n"
+            "server = RendezvousServer(listen_host='127.0.0.1')\nserver.start()\n"
+            "import torch\nprint('torch', torch.__version__, torch.ones(2).sum().item())\nserver.stop()\n")
+    got = subprocess.run([sys.executable, "-c", code], env=clean_environment({}), capture_output=True, text=True,
+                         timeout=300)
+    assert got.returncode == 0 and "torch " in got.stdout, got.stdout + got.stderr

@@ -7,6 +7,7 @@ torch version. ctypes.CDLL releases the GIL around each call, which the blocking
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import threading
 from ctypes import POINTER, c_char_p, c_double, c_int, c_int32, c_int64, c_uint32, c_uint64, c_void_p
 from pathlib import Path
@@ -171,6 +172,35 @@ _load_lock = threading.Lock()
 _loaded: list = []  # the one loaded library, filled on first use (kept in a list: no rebinding)
 
 
+NCCL_SONAME = "libnccl.so.2"
+
+
+def environment_nccl() -> Optional[Path]:
+    """The NCCL of this Python environment: PyPI's nvidia-nccl-cu* wheel (nvidia/nccl/lib), the one
+    torch loads. None without it. Found without importing anything."""
+    spec = importlib.util.find_spec("nvidia")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(folder) / "nccl" / "lib" / NCCL_SONAME
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _preload_environment_nccl(library: Path) -> None:
+    """A libkorovod built with NCCL needs libnccl.so.2, which the loader binds by that name once per
+    process: loaded first through libkorovod's runpath (the NCCL it was built against), it would
+    also serve torch, imported later, which fails on symbols of its newer NCCL. So the
+    environment's NCCL (what importing torch first would load) is loaded first; NCCL 2 keeps
+    its API, so libkorovod runs on the newer one."""
+    nccl = environment_nccl()
+    if nccl is None or NCCL_SONAME.encode() not in library.read_bytes():
+        return
+    try:
+        ctypes.CDLL(str(nccl), mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        pass  # libkorovod then loads its own, as before
+
+
 def load(explicit: Optional[Path] = None) -> ctypes.CDLL:
     """Loads and declares libkorovod once per process (library_path(explicit))."""
     if _loaded:
@@ -181,6 +211,7 @@ def load(explicit: Optional[Path] = None) -> ctypes.CDLL:
             if not path.exists():
                 raise ImportError(f"libkorovod not found at {path}; set KOROVOD_LIBRARY to its path "
                                   "or install the korovod package with its library")
+            _preload_environment_nccl(path)
             cdll = ctypes.CDLL(str(path))
             _declare(cdll)
             _loaded.append(cdll)
