@@ -1,0 +1,138 @@
+"""korovod.ray.RayExecutor: Horovod's ``horovod.ray.RayExecutor`` on korovod.
+
+The driver (or, under Ray Client, an actor in the cluster) hosts the job's rendezvous store and
+creates one actor per rank in a placement group. Each actor gets the store's address, its rank
+and the job secret in its environment, so that ``hvd.init()`` in a function the executor runs
+there meets the other ranks over korovod's TCP control and data planes: no MPI, no ssh, no Gloo.
+docs/ray.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional
+
+import ray
+
+from korovod.ray._static import StaticJob
+from korovod.ray.coordinator import Coordinator, MiniSettings
+
+ELASTIC_MISSING = ("korovod.ray: elastic mode (min_workers/max_workers, Horovod's ElasticRayExecutor) does not exist "
+                   "in korovod yet; use num_workers, or num_hosts x num_workers_per_host (docs/ray.md)")
+
+
+class RayExecutor:
+    """A Horovod job on Ray: ``start()`` creates the workers, ``run``/``execute`` run functions
+    on every rank and return their results in rank order, ``shutdown()`` ends the workers.
+
+    settings: from ``RayExecutor.create_settings``. num_workers: the number of ranks (one actor
+    each, packed in one placement group); or num_hosts x num_workers_per_host: that many ranks on
+    each of num_hosts distinct nodes. cpus_per_worker, use_gpu, gpus_per_worker: each actor's Ray
+    resources. use_current_placement_group: inside a placement group already, put the workers
+    there (default True). min_workers, max_workers, reset_limit, cooldown_range,
+    elastic_timeout, override_discovery: Horovod's elastic mode, which korovod.ray does not offer
+    yet (ValueError when min_workers is given).
+    """
+
+    @classmethod
+    def create_settings(cls, timeout_s: int = 30, ssh_identity_file: Optional[str] = None,
+                        ssh_str: Optional[str] = None, placement_group_timeout_s: int = 100,
+                        nics: Optional[set] = None) -> MiniSettings:
+        """Settings for a job: timeout_s for the ranks to meet at hvd.init(),
+        placement_group_timeout_s for Ray to reserve the workers' resources, nics for the ranks'
+        sockets. ssh_identity_file and ssh_str are accepted for Horovod's signature; korovod
+        uses no ssh, and writes no key file."""
+        return MiniSettings(ssh_identity_file=ssh_identity_file, timeout_s=timeout_s,
+                            placement_group_timeout_s=placement_group_timeout_s, nics=nics)
+
+    def __init__(self, settings, num_workers: Optional[int] = None, num_hosts: Optional[int] = None,
+                 num_workers_per_host: int = 1, cpus_per_worker: int = 1, use_gpu: bool = False,
+                 gpus_per_worker: Optional[int] = None, use_current_placement_group: bool = True,
+                 min_workers: Optional[int] = None, max_workers: Optional[int] = None,
+                 reset_limit: Optional[int] = None, cooldown_range: Optional[List[int]] = None,
+                 elastic_timeout: int = 600, override_discovery: bool = True) -> None:
+        if max_workers and (not min_workers or min_workers <= 0):
+            raise ValueError("max_workers needs a positive min_workers: an elastic job has both")
+        if min_workers and num_workers:
+            raise ValueError("num_workers and min_workers are both given: a job is either static (num_workers) "
+                             "or elastic (min_workers/max_workers), not both")
+        if min_workers is not None:
+            raise ValueError(ELASTIC_MISSING)
+        if gpus_per_worker and not use_gpu:
+            raise ValueError("gpus_per_worker is set but use_gpu is False: set use_gpu=True to give workers GPUs")
+        if use_gpu and isinstance(gpus_per_worker, int) and gpus_per_worker < 1:
+            raise ValueError(f"gpus_per_worker must be at least 1, not {gpus_per_worker}")
+        if num_workers is not None and num_hosts is not None:
+            raise ValueError("num_workers and num_hosts are both given: give num_workers, or num_hosts with "
+                             "num_workers_per_host")
+        if num_workers is None and num_hosts is None:
+            raise ValueError("give num_workers (ranks), or num_hosts with num_workers_per_host")
+        for name, value in (("num_workers", num_workers), ("num_hosts", num_hosts),
+                            ("num_workers_per_host", num_workers_per_host)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, not {value}")
+        self.settings = settings
+        self.settings.elastic = False
+        self._job_args = dict(num_workers=num_workers, num_hosts=num_hosts,
+                              num_workers_per_host=num_workers_per_host, cpus_per_worker=cpus_per_worker,
+                              use_gpu=use_gpu, gpus_per_worker=gpus_per_worker or int(use_gpu) or None,
+                              use_current_placement_group=use_current_placement_group)
+        self._is_remote = False
+
+    def start(self, executable_cls: Optional[type] = None, executable_args: Optional[List] = None,
+              executable_kwargs: Optional[Dict] = None, extra_env_vars: Optional[Dict] = None) -> None:
+        """Creates the workers (placement group, one actor per rank, the rendezvous), sets
+        extra_env_vars in every one, and makes ``executable_cls(*executable_args,
+        **executable_kwargs)`` in each (what ``execute`` passes to its functions). Raises
+        TimeoutError when Ray cannot place them within placement_group_timeout_s."""
+        if ray.util.client.ray.is_connected():
+            # Under Ray Client the job runs in the cluster, next to its workers.
+            self.adapter = ray.remote(StaticJob).options(num_cpus=0).remote(self.settings, **self._job_args)
+            self._is_remote = True
+        else:
+            self.adapter = StaticJob(self.settings, **self._job_args)
+            self._is_remote = False
+        self._call("start", executable_cls=executable_cls, executable_args=executable_args,
+                   executable_kwargs=executable_kwargs, extra_env_vars=extra_env_vars)
+
+    def execute(self, fn: Callable[[Any], Any], callbacks: Optional[List[Callable]] = None) -> List[Any]:
+        """``fn(executable)`` on every rank; their results in rank order. A rank's exception is
+        raised here, with a note naming the rank. callbacks: accepted, unused (as in Horovod's
+        static executor)."""
+        return self._call("execute", fn=fn, callbacks=callbacks)
+
+    def run(self, fn: Callable[..., Any], args: Optional[List] = None, kwargs: Optional[Dict] = None,
+            callbacks: Optional[List[Callable]] = None) -> List[Any]:
+        """``fn(*args, **kwargs)`` on every rank; their results in rank order (errors as in
+        ``execute``)."""
+        return self._call("run", fn=fn, args=args, kwargs=kwargs, callbacks=callbacks)
+
+    def run_remote(self, fn: Callable[..., Any], args: Optional[List] = None,
+                   kwargs: Optional[Dict] = None) -> List["ray.ObjectRef"]:
+        """Starts ``fn(*args, **kwargs)`` on every rank; returns their ObjectRefs (``ray.get``)."""
+        return self._call("run_remote", fn=fn, args=args, kwargs=kwargs)
+
+    def execute_single(self, fn: Callable[[Any], Any]) -> Any:
+        """``fn(executable)`` on rank 0 only."""
+        return self._call("execute_single", fn=fn)
+
+    def shutdown(self) -> None:
+        """Ends every worker (its actor is killed), removes the placement group the executor
+        made and stops the rendezvous. Safe to call twice, and after a failed start."""
+        adapter = getattr(self, "adapter", None)
+        if adapter is None:
+            return
+        self._call("shutdown")
+        if self._is_remote:
+            ray.kill(adapter)
+        del self.adapter
+
+    def _call(self, method: str, **kwargs):
+        adapter = getattr(self, "adapter", None)
+        if adapter is None:
+            raise RuntimeError(f"korovod.ray: {method}() before start(), or after shutdown()")
+        if self._is_remote:
+            return ray.get(getattr(adapter, method).remote(**kwargs))
+        return getattr(adapter, method)(**kwargs)
+
+
+__all__ = ["RayExecutor", "Coordinator", "MiniSettings"]
