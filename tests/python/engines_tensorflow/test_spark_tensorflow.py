@@ -1,0 +1,43 @@
+"""korovod.spark.run with TensorFlow ranks (korovod.tensorflow), on a real local[2] Spark session
+in the TensorFlow venv (pyspark from PyPI, Debian's Java): the 2-rank training equals one
+process on the combined batch, and a rank's exception comes back."""
+
+import os
+import sys
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed in this interpreter (scripts/setup "
+                              "installs it into the TensorFlow venv)")
+tf = pytest.importorskip("tensorflow")
+
+import korovod.spark  # noqa: E402
+import tf_training  # noqa: E402
+from korovod.spark._pickle import cloudpickle_module  # noqa: E402
+
+cloudpickle_module().register_pickle_by_value(tf_training)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (SparkSession.builder.master("local[2]").appName("korovod-spark-tf-test")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def test_two_tensorflow_ranks_equal_one_process_on_the_combined_batch(spark):
+    x, y = tf_training.data()
+    tf_training.assert_same_model(korovod.spark.run(tf_training.train_fn, args=(x, y), num_proc=2), x, y)
+    assert korovod.spark.run(tf_training.whoami, num_proc=2) == [(0, 2, 3.0), (1, 2, 3.0)]
+
+
+def test_a_tensorflow_rank_that_raises_fails_the_call(spark):
+    with pytest.raises(KeyError, match="rank one has no such feature") as info:
+        korovod.spark.run(tf_training.fail_on_rank_one, num_proc=2)
+    assert any("raised by rank 1 of 2" in n for n in getattr(info.value, "__notes__", [])), info.value
