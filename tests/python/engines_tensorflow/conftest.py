@@ -7,16 +7,4 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no oneDNN/CPU-feature banners in every rank's log
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-import pytest  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _aligned_ranks():
-    """The driver's own one-rank world, as the parent's fixture makes it, without torch."""
-    import korovod.common.basics as basics
-    from korovod.common import native_ops
-
-    basics.init()
-    yield
-    if basics.is_initialized():
-        native_ops.barrier()
+from tf_aligned_ranks import _aligned_ranks  # noqa: E402,F401 -- the per-test fixture, without torch

@@ -18,10 +18,12 @@ torch = pytest.importorskip("torch")
 
 import korovod  # noqa: E402
 import ray_helpers  # noqa: E402
+import torch_engine_training  # noqa: E402
 from free_port import free_port  # noqa: E402
 from korovod.ray import RayExecutor  # noqa: E402
 
 ray.cloudpickle.register_pickle_by_value(ray_helpers)
+ray.cloudpickle.register_pickle_by_value(torch_engine_training)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 RAY = str(Path(sys.executable).parent / "ray")
 
@@ -105,8 +107,8 @@ def test_one_rank_on_each_node_and_the_training_equals_one_process(two_nodes):
         # Each Ray node is a host: local rank 0 of 1 on each, cross ranks 0 and 1.
         assert [g[:7] for g in got] == [(0, 2, 0, 1, 0, 2, 3.0), (1, 2, 0, 1, 1, 2, 3.0)]
         assert got[0][7] != got[1][7], "both ranks on one Ray node"
-        x, y = ray_helpers.data()
-        ray_helpers.assert_same_model(job.run(ray_helpers.train_fn, args=[x, y]), x, y)
+        x, y = torch_engine_training.data()
+        torch_engine_training.assert_same_model(job.run(torch_engine_training.train_fn, args=[x, y]), x, y)
         pids = job.execute(lambda _: os.getpid())
     finally:
         job.shutdown()

@@ -16,10 +16,12 @@ ray = pytest.importorskip("ray", reason="ray is not installed in this interprete
 torch = pytest.importorskip("torch")
 
 import ray_helpers  # noqa: E402
+import torch_engine_training  # noqa: E402
 from korovod.ray import RayExecutor  # noqa: E402
 
 # The actors cannot import this folder's modules: their functions travel by value, as a script's do.
 ray.cloudpickle.register_pickle_by_value(ray_helpers)
+ray.cloudpickle.register_pickle_by_value(torch_engine_training)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
@@ -41,15 +43,15 @@ def executor(num_workers=2, timeout_s=30, **kwargs):
 
 
 def test_two_ranks_equal_one_process_on_the_combined_batch(cluster):
-    x, y = ray_helpers.data()
+    x, y = torch_engine_training.data()
     job = executor()
     job.start()
     try:
-        results = job.run(ray_helpers.train_fn, args=[x, y])
+        results = job.run(torch_engine_training.train_fn, args=[x, y])
     finally:
         job.shutdown()
     assert len(results) == 2
-    ray_helpers.assert_same_model(results, x, y)
+    torch_engine_training.assert_same_model(results, x, y)
 
 
 def whoami(tag, scale=1):

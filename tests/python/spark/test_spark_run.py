@@ -16,11 +16,13 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed in thi
 torch = pytest.importorskip("torch")
 
 import korovod.spark  # noqa: E402
+import torch_engine_training  # noqa: E402
 from korovod.spark import RankFailed, RemoteTraceback  # noqa: E402
 from korovod.spark._pickle import cloudpickle_module  # noqa: E402
 
 # The ranks cannot import this test file: its functions travel by value, as a script's do.
 cloudpickle_module().register_pickle_by_value(sys.modules[__name__])
+cloudpickle_module().register_pickle_by_value(torch_engine_training)
 
 
 @pytest.fixture(scope="module")
@@ -63,43 +65,11 @@ def assert_nothing_left_running():
     assert not rank_processes(), rank_processes()
 
 
-def _data():
-    g = torch.Generator().manual_seed(7)
-    x = torch.randn(16, 5, generator=g)
-    y = x @ torch.tensor([[1.0], [-2.0], [0.5], [3.0], [0.0]]) + 0.25
-    return x, y
-
-
-def _train(x, y, distributed: bool):
-    import korovod.torch as hvd
-    torch.manual_seed(0)
-    model = torch.nn.Linear(5, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    if distributed:
-        hvd.init()
-        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-        opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters())
-        half = x.shape[0] // hvd.size()
-        x, y = x[hvd.rank() * half:(hvd.rank() + 1) * half], y[hvd.rank() * half:(hvd.rank() + 1) * half]
-    for _ in range(20):
-        opt.zero_grad()
-        torch.nn.functional.mse_loss(model(x), y).backward()
-        opt.step()
-    return [p.detach().clone() for p in model.parameters()]
-
-
-def train_fn(x, y):
-    return _train(x, y, distributed=True)
-
-
 def test_two_ranks_equal_one_process_on_the_combined_batch(spark):
-    x, y = _data()
-    results = korovod.spark.run(train_fn, args=(x, y), num_proc=2)
-    single = _train(x, y, distributed=False)
+    x, y = torch_engine_training.data()
+    results = korovod.spark.run(torch_engine_training.train_fn, args=(x, y), num_proc=2)
     assert len(results) == 2
-    for rank_params in results:  # every rank holds the same model, that of one process on all 16 rows
-        for got, want in zip(rank_params, single):
-            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    torch_engine_training.assert_same_model(results, x, y)
 
 
 def whoami(tag, scale=1):

@@ -7,7 +7,6 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no oneDNN/CPU-feature banners in every rank's log
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 # Ranks share few cores: one intra-op thread each. Two inter-op threads, so a blocking collective
@@ -15,14 +14,4 @@ import tensorflow as tf  # noqa: E402
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(2)
 
-
-@pytest.fixture(autouse=True)
-def _aligned_ranks():
-    """hvd.init() before the test; a barrier after it, so ranks leave each test together."""
-    import korovod.common.basics as basics
-    from korovod.common import native_ops
-
-    basics.init()
-    yield
-    if basics.is_initialized():
-        native_ops.barrier()
+from tf_aligned_ranks import _aligned_ranks  # noqa: E402,F401 -- the per-test fixture, without torch
