@@ -90,11 +90,12 @@ def test_run_execute_run_remote_and_execute_single(cluster):
 
 
 def test_num_hosts_times_workers_per_host(cluster):
-    job = RayExecutor(RayExecutor.create_settings(timeout_s=30), num_hosts=1, num_workers_per_host=2)
+    job = RayExecutor(RayExecutor.create_settings(timeout_s=30, nics={"lo"}), num_hosts=1, num_workers_per_host=2)
     job.start()
     try:
         assert [r[1:6] for r in job.run(whoami, args=["h"])] == [(0, 2, 0, 2, 1), (1, 2, 1, 2, 1)]
         assert set(job.execute(lambda _: socket.gethostname())) == {socket.gethostname()}
+        assert job.execute(lambda _: os.environ.get("KOROVOD_IFACE")) == ["lo", "lo"]  # nics
     finally:
         job.shutdown()
 

@@ -79,6 +79,16 @@ def whoami(tag, scale=1):
     return tag, hvd.rank(), hvd.size(), hvd.local_size(), total, os.environ.get("KOROVOD_RENDEZVOUS_SERVER")
 
 
+def iface():
+    import korovod.torch as hvd
+    hvd.init()
+    return os.environ.get("KOROVOD_IFACE"), hvd.allreduce(torch.ones(1), op=hvd.Sum).item()
+
+
+def test_nics_name_the_ranks_interface(spark):
+    assert korovod.spark.run(iface, num_proc=2, nics={"lo"}) == [("lo", 2.0), ("lo", 2.0)]
+
+
 def test_results_come_in_rank_order_with_args_and_kwargs(spark):
     assert korovod.spark.run(whoami, args=("t",), kwargs={"scale": 2}, num_proc=2) == [
         ("t", 0, 2, 2, 6.0, "external"), ("t", 1, 2, 2, 6.0, "external")]

@@ -56,7 +56,7 @@ def _start_timeout(start_timeout: Optional[float]) -> float:
     return float(os.environ.get("HOROVOD_SPARK_START_TIMEOUT", "600"))
 
 
-def _driver_address(sc, nics) -> Optional[str]:
+def _driver_address(sc) -> Optional[str]:
     """The address the executors reach the driver at: Spark's own (spark.driver.host)."""
     host = sc.getConf().get("spark.driver.host", None)
     return host or None
@@ -135,7 +135,7 @@ def run(fn: Callable, args: Sequence = (), kwargs: Optional[Dict] = None, num_pr
       executor's stdout and stderr (a local session's console).
     verbose: 0 silent; 1 (default) logs the start (ranks, rendezvous address) and the end on the
       driver (the korovod.spark logger).
-    nics: network interfaces for the ranks' sockets (the first is used: KOROVOD_IFACE).
+    nics: network interfaces for the ranks' sockets (the first in sorted order is used: KOROVOD_IFACE).
 
     A rank that raises fails the call with that exception, its traceback as the cause and a note
     naming the rank; when several fail, the one that failed on its own (not because a peer was
@@ -153,7 +153,7 @@ def run(fn: Callable, args: Sequence = (), kwargs: Optional[Dict] = None, num_pr
     payload = dumps((fn, tuple(args), kwargs))
     base_env = dict(os.environ) if env is None else dict(env)
     group = f"korovod.spark.run.{os.getpid()}.{next(_job_ids)}"
-    with RendezvousServer(listen_host="0.0.0.0", address=_driver_address(sc, nics)) as server:
+    with RendezvousServer(listen_host="0.0.0.0", address=_driver_address(sc)) as server:
         envs = [_rank_env(base_env, server.rank_env(r, num_proc), timeout, nics) for r in range(num_proc)]
         if verbose >= 1:
             _log.info("korovod.spark.run: %d ranks, rendezvous at %s:%d", num_proc, server.address, server.port)
