@@ -14,6 +14,7 @@
 # driver parts without the Python ones.
 # Skips (77) when korovod-operator, or the workload, is not built.
 source "$(dirname "$0")/lib.sh"
+source "$KOROVOD_SOURCE_DIR/tests/support/wait-crd.sh"
 : "${KUBECONFIG:?}"
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 workload=pytorch
@@ -104,7 +105,7 @@ finished() {
 }
 
 k apply --server-side -f "$KOROVOD_SOURCE_DIR/crds/kubeflow.org_mpijobs.yaml" >/dev/null
-k wait --for condition=established --timeout=60s crd/mpijobs.kubeflow.org >/dev/null
+wait_crd_established mpijobs.kubeflow.org
 k create namespace "$ns" >/dev/null
 "$OPERATOR" --kubeconfig "$KUBECONFIG" --namespace "$ns" --lock-namespace "$ns" \
   --health-port 0 --monitoring-port 0 >"$TEST_DIR/operator.log" 2>&1 &

@@ -12,6 +12,7 @@
 # Skips (77) when korovod-operator has not been built.
 source "$(dirname "$0")/lib.sh"
 source "$KOROVOD_SOURCE_DIR/tests/support/chart-operator.sh"
+source "$KOROVOD_SOURCE_DIR/tests/support/wait-crd.sh"
 : "${KUBECONFIG:?}"
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
 chart_rbac=""
@@ -47,7 +48,7 @@ cleanup() {
 trap cleanup EXIT
 
 k apply --server-side -f "$KOROVOD_SOURCE_DIR/crds/kubeflow.org_mpijobs.yaml" >/dev/null
-k wait --for condition=established --timeout=60s crd/mpijobs.kubeflow.org >/dev/null
+wait_crd_established mpijobs.kubeflow.org
 k create namespace "$ns" >/dev/null
 
 if [[ -z $chart_rbac ]]; then
