@@ -194,6 +194,22 @@ TEST_F(CommandsTest, FollowStreamsTheLauncherAndEndsWithTheJobsResult) {
   EXPECT_NE(err.str().find("mpijob digits failed: R: done"), std::string::npos) << err.str();
 }
 
+TEST_F(CommandsTest, FollowSaysCreatedAndRunningEvenWhenTheJobPassedThemBetweenTwoPolls) {
+  ASSERT_EQ(submit(api, logs, clock, request(), {}, interrupted, io), 0);
+  // Already finished at the first look: Created and Running are False or old, Succeeded is last.
+  Object job = api.get(mpijob::kMPIJobs, "team-a", "digits");
+  job["status"]["conditions"] = {{{"type", "Created"}, {"status", "True"}},
+                                 {{"type", "Running"}, {"status", "False"}},
+                                 {{"type", "Succeeded"}, {"status", "True"}}};
+  api.update_status(mpijob::kMPIJobs, "team-a", job);
+  err.str("");
+  FollowOptions o;
+  o.poll = std::chrono::milliseconds(10);
+  EXPECT_EQ(follow_job(api, logs, clock, "team-a", "digits", o, interrupted, io), 0);
+  EXPECT_EQ(err.str(), "korovod: mpijob digits: Created\nkorovod: mpijob digits: Running\n"
+                       "korovod: mpijob digits: Succeeded\n");
+}
+
 TEST_F(CommandsTest, InterruptedFollowingLeavesTheJobAndSaysHowToDeleteIt) {
   ASSERT_EQ(submit(api, logs, clock, request(), {}, interrupted, io), 0);
   set_state("digits", "Running");

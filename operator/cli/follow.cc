@@ -1,6 +1,9 @@
 // `submit --follow`: the launcher's log as it is written, the job's state as it changes, and the
 // job's result as the exit code.
 #include <ostream>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "cli/cluster_reads.h"
 #include "cli/commands.h"
@@ -51,11 +54,32 @@ std::string last_message(const Object& job) {
   return c.value("reason", "") + ": " + c.value("message", "");
 }
 
+// The lifecycle states the job has passed on its way to `state` that were never shown: Created,
+// then Running, when their conditions are in the job's list (a condition stays there when it
+// turns False). A job that starts within one poll is thus still said to have been Created.
+std::vector<std::string> missed_states(const Object& job, const std::string& state,
+                                       const std::set<std::string>& announced) {
+  std::vector<std::string> missed;
+  const Object::json_pointer p("/status/conditions");
+  if (!job.contains(p) || !job.at(p).is_array()) return missed;
+  for (const char* step : {"Created", "Running"}) {
+    if (step == state || announced.count(step)) continue;
+    for (const Object& c : job.at(p)) {
+      if (c.value("type", "") == step) {
+        missed.emplace_back(step);
+        break;
+      }
+    }
+  }
+  return missed;
+}
+
 }  // namespace
 
 int follow_job(kube::Client& api, PodLogs& logs, kube::Clock& clock, const std::string& ns, const std::string& name,
                const FollowOptions& options, const std::atomic<bool>& interrupted, Io io) {
   std::string shown_state = "-", followed;
+  std::set<std::string> announced;  // every state said so far
   const auto since = clock.steady_now();
   while (!interrupted) {
     Object job;
@@ -68,8 +92,13 @@ int follow_job(kube::Client& api, PodLogs& logs, kube::Clock& clock, const std::
     }
     const std::string state = job_state(job);
     if (state != shown_state) {
+      for (const std::string& missed : missed_states(job, state, announced)) {
+        io.err << "korovod: mpijob " << name << ": " << missed << "\n";
+        announced.insert(missed);
+      }
       io.err << "korovod: mpijob " << name << ": " << (state.empty() ? "waiting for the operator" : state) << "\n";
       shown_state = state;
+      announced.insert(state);
     }
     if (state == "Succeeded") return 0;
     if (state == "Failed") {
