@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "fuzz_check.h"
-#include "hosts.h"
+#include "launch/hosts.h"
 
 namespace {
 

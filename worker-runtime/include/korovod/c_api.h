@@ -142,6 +142,62 @@ int korovod_rendezvous_port(const korovod_rendezvous* r); /* -1 for NULL */
  * have shut down: they keep a connection to the store while they run. */
 void korovod_rendezvous_stop(korovod_rendezvous* r);
 
+/* ---- driving an elastic job ----
+ * For a program that starts the workers itself (korovod.spark's run_elastic, korovod.ray's
+ * elastic RayExecutor): korovodrun's elastic driver (docs/elastic.md), which decides the rounds
+ * (who is in, with which rank), publishes them in the job's store and tells the caller, through
+ * `world`, which workers to start and stop. No threads: the caller calls tick() when it is due
+ * and reports every worker's exit; every callback runs inside those calls, on the caller's
+ * thread. A worker is `host` + `slot` (its KOROVOD_ELASTIC_WORKER_ID is "<host>:<slot>"); start
+ * it with KOROVOD_ELASTIC=1, that id, KOROVOD_HOSTNAME = KOROVOD_HOST_ID = host and the store's
+ * rendezvous variables (as korovod_rendezvous_start's ranks, without KOROVOD_RANK/SIZE). */
+typedef struct korovod_elastic_driver korovod_elastic_driver;
+typedef struct {
+  void* context; /* passed to each callback */
+  /* The hosts available now, one "host:slots" line each, NUL-terminated in buf (at most len
+   * bytes); 0, or nonzero with why in buf (the driver says it and keeps the last hosts). */
+  int (*discover)(void* context, char* buf, int len);
+  /* Starts worker host:slot (its round is already published); 0, or nonzero with why in
+   * error_text (counted as that worker failing). Its exit comes back through
+   * korovod_elastic_driver_worker_exited. */
+  int (*start_worker)(void* context, const char* host, int slot, char* error_text, int error_len);
+  /* Ends worker host:slot (it left the round, or the job is over); its exit is still reported. */
+  void (*stop_worker)(void* context, const char* host, int slot);
+  /* A line for the job's console ("round 2: 2 workers (...)"). */
+  void (*say)(void* context, const char* line);
+} korovod_elastic_world;
+typedef struct {
+  int32_t start_np;                 /* slots to wait for before round 1 (>= min_np) */
+  int32_t min_np;                   /* >= 1 */
+  int32_t max_np;                   /* 0: no limit */
+  int32_t reset_limit;              /* -1: no limit */
+  int32_t blacklist_after_failures; /* a slot's failures in a row that blacklist its host (>= 1) */
+  int32_t cooldown_min_seconds;     /* 0 and 0: a blacklisted host stays out; else Horovod's range */
+  int32_t cooldown_max_seconds;
+  double elastic_timeout_seconds;   /* > 0 */
+  double discovery_interval_seconds; /* > 0 (Horovod: 1) */
+  int32_t verbose;
+} korovod_elastic_options;
+/* Connects to the job's store at store_address:store_port with job_secret (a
+ * korovod_rendezvous_start of this process, or any korovod store). Bad options:
+ * KOROVOD_ERR_INVALID_ARGUMENT naming the field; no store: KOROVOD_ERR_UNKNOWN. The world's
+ * callbacks and context must outlive the driver. */
+int korovod_elastic_driver_new(korovod_elastic_driver** out, const korovod_elastic_options* options,
+                               const korovod_elastic_world* world, const char* store_address, int store_port,
+                               const char* job_secret, char* error_text, int error_len);
+/* Does what is due (discovery, readiness, a new round, the end); returns the seconds until it is
+ * due again (>= 0). */
+double korovod_elastic_driver_tick(korovod_elastic_driver* d);
+/* Worker host:slot's process ended with exit_code (0: its function returned). */
+void korovod_elastic_driver_worker_exited(korovod_elastic_driver* d, const char* host, int slot, int exit_code);
+/* 1 once the job is over (stop every worker still running), with its exit code (0: training
+ * finished) and why it failed in message; 0 while it runs; -1 for NULL. */
+int korovod_elastic_driver_outcome(const korovod_elastic_driver* d, int* exit_code, char* message, int len);
+/* The current round (0 before the first) and worker host:slot's rank in it (-1: not a member). */
+int korovod_elastic_driver_round(const korovod_elastic_driver* d);
+int korovod_elastic_driver_rank_of(const korovod_elastic_driver* d, const char* host, int slot);
+void korovod_elastic_driver_free(korovod_elastic_driver* d); /* NULL: nothing */
+
 /* ---- queries ---- */
 int korovod_rank(const korovod_runtime* rt);
 int korovod_size(const korovod_runtime* rt);

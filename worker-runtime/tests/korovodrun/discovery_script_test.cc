@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "discovery.h"
+#include "script_discovery.h"
 
 namespace korovod::launcher {
 namespace {

@@ -1,6 +1,6 @@
 // The elastic driver against a fake world: a clock the test moves, discovery the test sets, a
 // store as a map (with the order of writes), processes that exist only as names.
-#include "elastic_driver.h"
+#include "launch/elastic_driver.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -97,6 +97,28 @@ TEST(ElasticDriver, FirstRoundWaitsForNpAndPublishesAssignmentsBeforeTheRound) {
   EXPECT_EQ(w.writes.back(), "elastic/round");  // after every assignment; no hosts_version yet
   EXPECT_EQ(w.started, (std::vector<std::string>{"a:0", "b:0", "b:1"}));
   EXPECT_EQ(w.store.count("elastic/hosts_version"), 0u);
+}
+
+// min_np = np: the round without the failed worker is below min_np, so its own slot is planned
+// again at once, with the same id and rank: still a new round, with a new process in that slot.
+TEST(ElasticDriver, FailedWorkerAtMinNpIsReplacedInItsOwnSlotInANewRound) {
+  FakeWorld w;
+  w.hosts = std::vector<HostSlots>{{"h", 4}};
+  ElasticDriver d(opts(2, 2), blacklist(), w);
+  run_for(d, w, 200ms);
+  form(d, w);
+  ASSERT_EQ(w.started, (std::vector<std::string>{"h:0", "h:1"}));
+  d.on_worker_exit({"h", 1}, 1);
+  d.tick();
+  ASSERT_EQ(d.round(), 2) << w.all_said();
+  EXPECT_EQ(w.assign(2, "h:0"), "0 2 0 2 0 1");
+  EXPECT_EQ(w.assign(2, "h:1"), "1 2 1 2 0 1");
+  EXPECT_EQ(w.started, (std::vector<std::string>{"h:0", "h:1", "h:1"}));
+  form(d, w);
+  EXPECT_TRUE(d.round_formed());
+  run_for(d, w, 2s);
+  EXPECT_EQ(d.round(), 2);  // nothing changed since: no more rounds
+  EXPECT_FALSE(d.outcome());
 }
 
 TEST(ElasticDriver, FailedWorkerLeavesAtOnceAndItsSlotRejoinsAfterTheRoundFormed) {

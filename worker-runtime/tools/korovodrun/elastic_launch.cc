@@ -6,10 +6,11 @@
 #include <map>
 #include <random>
 
-#include "elastic_driver.h"
+#include "launch/elastic_driver.h"
 #include "job_signals.h"
 #include "local_host.h"
 #include "remote_command.h"
+#include "script_discovery.h"
 #include "tcp_launch.h"
 #include "transport/tcp/store.h"
 #include "worker_pool.h"

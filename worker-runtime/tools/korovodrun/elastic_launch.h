@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "discovery.h"
-#include "elastic_round.h"
+#include "launch/discovery.h"
+#include "launch/elastic_round.h"
 #include "launch_options.h"
 #include "rank_env.h"
 #include "supervisor.h"

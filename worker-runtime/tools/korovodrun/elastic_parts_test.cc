@@ -3,9 +3,9 @@
 // tests/korovodrun/discovery_script_test.cc.
 #include <gtest/gtest.h>
 
-#include "discovery.h"
-#include "elastic_round.h"
-#include "host_blacklist.h"
+#include "launch/discovery.h"
+#include "launch/elastic_round.h"
+#include "launch/host_blacklist.h"
 
 namespace korovod::launcher {
 namespace {

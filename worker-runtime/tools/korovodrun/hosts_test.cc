@@ -1,4 +1,4 @@
-#include "hosts.h"
+#include "launch/hosts.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "hosts.h"
+#include "launch/hosts.h"
 #include "korovod/config.h"
 #include "launch_options.h"
 

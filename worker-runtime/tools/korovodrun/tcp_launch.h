@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "hosts.h"
+#include "launch/hosts.h"
 #include "korovod/config.h"
 #include "launch_options.h"
 #include "line_prefixer.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "child_process.h"
-#include "elastic_round.h"
+#include "launch/elastic_round.h"
 #include "job_signals.h"
 #include "line_prefixer.h"
 #include "orphan_guard.h"

@@ -1,4 +1,4 @@
-#include "host_blacklist.h"
+#include "launch/host_blacklist.h"
 
 #include <fmt/format.h>
 

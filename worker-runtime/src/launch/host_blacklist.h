@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "elastic_round.h"
+#include "launch/elastic_round.h"
 #include "korovod/status.h"
 
 namespace korovod::launcher {

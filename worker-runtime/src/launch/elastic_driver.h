@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "discovery.h"
-#include "elastic_round.h"
-#include "host_blacklist.h"
+#include "launch/discovery.h"
+#include "launch/elastic_round.h"
+#include "launch/host_blacklist.h"
 
 namespace korovod::launcher {
 

@@ -7,8 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "hosts.h"
-#include "korovod/config.h"
+#include "launch/hosts.h"
 #include "korovod/status.h"
 
 namespace korovod::launcher {
@@ -32,20 +31,6 @@ class HostDiscovery {
  public:
   virtual ~HostDiscovery() = default;
   virtual Result<std::vector<HostSlots>> discover() = 0;
-};
-
-// Runs `sh -c script` with korovodrun's environment and parses what it prints; a nonzero exit
-// is an error with the script's output.
-class ScriptDiscovery : public HostDiscovery {
- public:
-  ScriptDiscovery(std::string script, int default_slots, EnvMap env)
-      : script_(std::move(script)), default_slots_(default_slots), env_(std::move(env)) {}
-  Result<std::vector<HostSlots>> discover() override;
-
- private:
-  std::string script_;
-  int default_slots_;
-  EnvMap env_;
 };
 
 }  // namespace korovod::launcher

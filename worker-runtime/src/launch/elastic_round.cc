@@ -1,4 +1,4 @@
-#include "elastic_round.h"
+#include "launch/elastic_round.h"
 
 #include <fmt/format.h>
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "hosts.h"
+#include "launch/hosts.h"
 
 namespace korovod::launcher {
 

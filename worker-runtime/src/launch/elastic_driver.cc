@@ -1,4 +1,4 @@
-#include "elastic_driver.h"
+#include "launch/elastic_driver.h"
 
 #include <fmt/format.h>
 
@@ -123,7 +123,10 @@ void ElasticDriver::maybe_publish(Clock::time_point now) {
   if (!discovered_) return;
   for (const std::string& host : blacklist_.take_resurrected(now)) world_.say(fmt::format("host {} is back from its cooldown", host));
   const bool first = round_ == 0;
+  // The same round: the same workers with the same ranks, every one of them running (a failed
+  // worker's slot planned again under its old id and rank is a new process, so a new round).
   const auto same = [this](const std::vector<RoundMember>& next) {
+    if (std::any_of(next.begin(), next.end(), [](const RoundMember& m) { return m.is_new; })) return false;
     return next.size() == members_.size() &&
            std::equal(next.begin(), next.end(), members_.begin(), [](const RoundMember& a, const RoundMember& b) {
              return a.worker == b.worker && a.place.rank == b.place.rank;

@@ -1,4 +1,4 @@
-#include "discovery.h"
+#include "launch/discovery.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,6 @@
 #include <set>
 #include <sstream>
 
-#include "child_process.h"
 
 namespace korovod::launcher {
 namespace {
@@ -74,17 +73,6 @@ std::vector<HostSlots> keep_host_order(const std::vector<HostSlots>& before, con
     if (placed.count(h.name) == 0) ordered.push_back(h);
   }
   return ordered;
-}
-
-Result<std::vector<HostSlots>> ScriptDiscovery::discover() {
-  ProcessSpec spec;
-  spec.argv = {"sh", "-c", script_};
-  spec.env = env_;
-  Result<std::string> out = capture_output(spec, /*include_stderr=*/false);
-  if (!out.is_ok()) {
-    return Status::unknown(fmt::format("host discovery script {:?} failed: {}", script_, out.status().message()));
-  }
-  return parse_discovery_output(*out, default_slots_);
 }
 
 }  // namespace korovod::launcher
