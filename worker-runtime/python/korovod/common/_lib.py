@@ -84,6 +84,16 @@ _SIGNATURES = {
     "korovod_rendezvous_start": ([POINTER(c_void_p), c_char_p, c_int, c_char_p, c_char_p, c_int], c_int),
     "korovod_rendezvous_port": ([c_void_p], c_int),
     "korovod_rendezvous_stop": ([c_void_p], None),
+    # driving an elastic job (korovod.common.elastic_job; optional: an older library lacks it).
+    # The options and world structs are passed by address (their types live in elastic_job.py).
+    "korovod_elastic_driver_new": ([POINTER(c_void_p), c_void_p, c_void_p, c_char_p, c_int, c_char_p, c_char_p,
+                                    c_int], c_int),
+    "korovod_elastic_driver_tick": ([c_void_p], c_double),
+    "korovod_elastic_driver_worker_exited": ([c_void_p, c_char_p, c_int, c_int], None),
+    "korovod_elastic_driver_outcome": ([c_void_p, POINTER(c_int), c_char_p, c_int], c_int),
+    "korovod_elastic_driver_round": ([c_void_p], c_int),
+    "korovod_elastic_driver_rank_of": ([c_void_p, c_char_p, c_int], c_int),
+    "korovod_elastic_driver_free": ([c_void_p], None),
     # queries
     "korovod_rank": ([_rt], c_int),
     "korovod_size": ([_rt], c_int),

@@ -13,11 +13,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 import ray
 
+from korovod.ray._elastic import ElasticJob
 from korovod.ray._static import StaticJob
 from korovod.ray.coordinator import Coordinator, MiniSettings
-
-ELASTIC_MISSING = ("korovod.ray: elastic mode (min_workers/max_workers, Horovod's ElasticRayExecutor) does not exist "
-                   "in korovod yet; use num_workers, or num_hosts x num_workers_per_host (docs/ray.md)")
 
 
 class RayExecutor:
@@ -28,9 +26,17 @@ class RayExecutor:
     each, packed in one placement group); or num_hosts x num_workers_per_host: that many ranks on
     each of num_hosts distinct nodes. cpus_per_worker, use_gpu, gpus_per_worker: each actor's Ray
     resources. use_current_placement_group: inside a placement group already, put the workers
-    there (default True). min_workers, max_workers, reset_limit, cooldown_range,
-    elastic_timeout, override_discovery: Horovod's elastic mode, which korovod.ray does not offer
-    yet (ValueError when min_workers is given).
+    there (default True).
+
+    Elastic mode (min_workers instead of num_workers, Horovod's ElasticAdapter): each run/execute
+    starts min_workers workers as soon as the cluster has that many slots (a node offers CPUs //
+    cpus_per_worker), grows up to max_workers (default: no limit) as slots appear, and survives
+    workers that die, in new rounds, while at least min_workers remain (waiting up to
+    elastic_timeout seconds for enough); the function must train under ``hvd.elastic.run``.
+    reset_limit: most new rounds before the job fails; cooldown_range (MIN, MAX): seconds a host
+    whose workers keep failing stays out (default: for good). override_discovery: accepted
+    (discovery is always Ray's nodes). run_remote and execute_single do not exist there, as in
+    Horovod.
     """
 
     @classmethod
@@ -55,8 +61,10 @@ class RayExecutor:
         if min_workers and num_workers:
             raise ValueError("num_workers and min_workers are both given: a job is either static (num_workers) "
                              "or elastic (min_workers/max_workers), not both")
-        if min_workers is not None:
-            raise ValueError(ELASTIC_MISSING)
+        if min_workers is not None and min_workers < 1:
+            raise ValueError(f"min_workers must be at least 1, not {min_workers}")
+        if max_workers is not None and min_workers is not None and max_workers < min_workers:
+            raise ValueError(f"max_workers ({max_workers}) is below min_workers ({min_workers})")
         if gpus_per_worker and not use_gpu:
             raise ValueError("gpus_per_worker is set but use_gpu is False: set use_gpu=True to give workers GPUs")
         if use_gpu and isinstance(gpus_per_worker, int) and gpus_per_worker < 1:
@@ -64,14 +72,24 @@ class RayExecutor:
         if num_workers is not None and num_hosts is not None:
             raise ValueError("num_workers and num_hosts are both given: give num_workers, or num_hosts with "
                              "num_workers_per_host")
-        if num_workers is None and num_hosts is None:
+        if num_workers is None and num_hosts is None and min_workers is None:
             raise ValueError("give num_workers (ranks), or num_hosts with num_workers_per_host")
         for name, value in (("num_workers", num_workers), ("num_hosts", num_hosts),
                             ("num_workers_per_host", num_workers_per_host)):
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be at least 1, not {value}")
         self.settings = settings
+        self._is_remote = False
+        if min_workers is not None:
+            self.settings.elastic = True
+            self._job_class = ElasticJob
+            self._job_args = dict(min_workers=min_workers, max_workers=max_workers, reset_limit=reset_limit,
+                                  cooldown_range=cooldown_range, elastic_timeout=elastic_timeout,
+                                  cpus_per_worker=cpus_per_worker, use_gpu=use_gpu, gpus_per_worker=gpus_per_worker,
+                                  override_discovery=override_discovery)
+            return
         self.settings.elastic = False
+        self._job_class = StaticJob
         self._job_args = dict(num_workers=num_workers, num_hosts=num_hosts,
                               num_workers_per_host=num_workers_per_host, cpus_per_worker=cpus_per_worker,
                               use_gpu=use_gpu, gpus_per_worker=gpus_per_worker or int(use_gpu) or None,
@@ -86,10 +104,10 @@ class RayExecutor:
         TimeoutError when Ray cannot place them within placement_group_timeout_s."""
         if ray.util.client.ray.is_connected():
             # Under Ray Client the job runs in the cluster, next to its workers.
-            self.adapter = ray.remote(StaticJob).options(num_cpus=0).remote(self.settings, **self._job_args)
+            self.adapter = ray.remote(self._job_class).options(num_cpus=0).remote(self.settings, **self._job_args)
             self._is_remote = True
         else:
-            self.adapter = StaticJob(self.settings, **self._job_args)
+            self.adapter = self._job_class(self.settings, **self._job_args)
             self._is_remote = False
         self._call("start", executable_cls=executable_cls, executable_args=executable_args,
                    executable_kwargs=executable_kwargs, extra_env_vars=extra_env_vars)

@@ -43,40 +43,59 @@ def _forward(pipe, rank: int, stream_name: str, sink, tail: Deque[str], lock: th
     pipe.close()
 
 
+class RankProcess:
+    """One rank's process, started at once: ``python -m korovod.spark._rank`` with `env`, its output
+    forwarded with the prefix ``[<label>]<stdout>:`` and its last lines kept."""
+
+    def __init__(self, label, payload: bytes, env: Dict[str, str]) -> None:
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(env)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH", "")] if p)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        read_end, write_end = os.pipe()
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "korovod.spark._rank", str(write_end)], env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         pass_fds=(write_end,), preexec_fn=_die_with_parent)
+        finally:
+            os.close(write_end)  # the rank holds it now: end of file once it exits
+        self._outcome = bytearray()
+        self._tail: Deque[str] = deque(maxlen=_TAIL_LINES)
+        lock = threading.Lock()
+        self._readers = [
+            threading.Thread(target=_forward, args=(self.proc.stdout, label, "stdout", sys.stdout, self._tail, lock)),
+            threading.Thread(target=_forward, args=(self.proc.stderr, label, "stderr", sys.stderr, self._tail, lock)),
+            threading.Thread(target=_collect, args=(read_end, self._outcome))]
+        for t in self._readers:
+            t.daemon = True
+            t.start()
+        try:
+            self.proc.stdin.write(payload)
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+
+    def wait(self) -> Tuple:
+        """Waits for the end; the outcome: ("done", the pickled record _rank.py wrote, the output's
+        last lines) | ("exit", exit code, the output's last lines) when it wrote none."""
+        code = _wait(self.proc)
+        for t in self._readers:
+            t.join(timeout=5)
+        if self._outcome:
+            return ("done", bytes(self._outcome), list(self._tail))
+        return ("exit", code, list(self._tail))
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Sends `sig` to the rank's process group (nothing once it has ended)."""
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
 def run_rank(rank: int, payload: bytes, env: Dict[str, str]) -> Tuple:
-    """Runs one rank to its end; its outcome: ("done", the pickled record _rank.py wrote, the
-    output's last lines) | ("exit", exit code, the output's last lines) when it wrote none."""
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = dict(env)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH", "")] if p)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    read_end, write_end = os.pipe()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "korovod.spark._rank", str(write_end)], env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                pass_fds=(write_end,), preexec_fn=_die_with_parent)
-    finally:
-        os.close(write_end)  # the rank holds it now: end of file once it exits
-    outcome = bytearray()
-    tail: Deque[str] = deque(maxlen=_TAIL_LINES)
-    lock = threading.Lock()
-    readers = [threading.Thread(target=_forward, args=(proc.stdout, rank, "stdout", sys.stdout, tail, lock)),
-               threading.Thread(target=_forward, args=(proc.stderr, rank, "stderr", sys.stderr, tail, lock)),
-               threading.Thread(target=_collect, args=(read_end, outcome))]
-    for t in readers:
-        t.daemon = True
-        t.start()
-    try:
-        proc.stdin.write(payload)
-        proc.stdin.close()
-    except BrokenPipeError:
-        pass
-    code = _wait(proc)
-    for t in readers:
-        t.join(timeout=5)
-    if outcome:
-        return ("done", bytes(outcome), list(tail))
-    return ("exit", code, list(tail))
+    """Runs one rank to its end; its outcome as RankProcess.wait."""
+    return RankProcess(rank, payload, env).wait()
 
 
 def _collect(fd: int, into: bytearray) -> None:

@@ -100,6 +100,29 @@ def _decode(kind_record) -> tuple:
     return record + (kind_record[2],)
 
 
+def outcome_error(kind_record, worker: str, stopped: bool) -> tuple:
+    """A worker's end, from its task's outcome (RankProcess.wait), for the elastic driver:
+    (exit code, fn's result or None, WorkerError or None). A killed process's code is 128 + the
+    signal, as a shell's."""
+    from korovod.common.elastic_job import WorkerError
+    outcome = _decode(kind_record)
+    if outcome[0] == "ok":
+        return 0, outcome[1], None
+    if outcome[0] == "exit":
+        code, tail = outcome[1], outcome[2]
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        if stopped:
+            how += " (stopped by the driver)"
+        lines = "\n".join(tail[-20:])
+        return (128 - code if code < 0 else code or 1), None, WorkerError(
+            worker, f"worker {worker}: its process {how}" + (f"; its last output:\n{lines}" if lines else ""),
+            stopped=stopped)
+    _, exc, type_name, message, text = outcome[:5]
+    if exc is not None:
+        exc.__cause__ = RemoteTraceback(f"\nworker {worker}:\n{text}")
+    return 1, None, WorkerError(worker, f"worker {worker} raised {type_name}: {message}", exc)
+
+
 def _raise_for(rank: int, size: int, outcome) -> None:
     if outcome[0] == "exit":
         code, tail = outcome[1], outcome[2]
