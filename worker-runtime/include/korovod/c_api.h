@@ -177,6 +177,12 @@ typedef struct {
   double elastic_timeout_seconds;   /* > 0 */
   double discovery_interval_seconds; /* > 0 (Horovod: 1) */
   int32_t verbose;
+  /* How the driver's messages name the limits (the caller's own argument names, e.g.
+   * "elastic_timeout"); NULL: korovodrun's flags (--elastic-timeout, -np, --min-np, --reset-limit). */
+  const char* elastic_timeout_name;
+  const char* start_np_name;
+  const char* min_np_name;
+  const char* reset_limit_name;
 } korovod_elastic_options;
 /* Connects to the job's store at store_address:store_port with job_secret (a
  * korovod_rendezvous_start of this process, or any korovod store). Bad options:

@@ -130,6 +130,10 @@ int korovod_elastic_driver_new(korovod_elastic_driver** out, const korovod_elast
   if (options->reset_limit >= 0) o.reset_limit = options->reset_limit;
   o.discovery_interval = millis(options->discovery_interval_seconds);
   o.verbose = options->verbose != 0;
+  if (options->elastic_timeout_name) o.names.elastic_timeout = options->elastic_timeout_name;
+  if (options->start_np_name) o.names.start_np = options->start_np_name;
+  if (options->min_np_name) o.names.min_np = options->min_np_name;
+  if (options->reset_limit_name) o.names.reset_limit = options->reset_limit_name;
   std::optional<korovod::launcher::CooldownRange> cooldown;
   if (options->cooldown_min_seconds != 0 || options->cooldown_max_seconds != 0) {
     cooldown = korovod::launcher::CooldownRange{options->cooldown_min_seconds, options->cooldown_max_seconds};

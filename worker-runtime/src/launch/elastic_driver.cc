@@ -109,12 +109,14 @@ RoundInputs ElasticDriver::round_inputs(Clock::time_point now, bool add_new) con
 bool ElasticDriver::wait_for_slots(Clock::time_point now, int wanted, int available) {
   if (!short_since_) {
     short_since_ = now;
-    world_.say(fmt::format("waiting for {} worker slots (available: {}) up to --elastic-timeout {} s", wanted, available,
+    world_.say(fmt::format("waiting for {} worker slots (available: {}) up to {} {} s", wanted, available, options_.names.elastic_timeout,
                            seconds(options_.elastic_timeout)));
   }
   if (now - *short_since_ < options_.elastic_timeout) return false;
-  fail(1, fmt::format("timed out after --elastic-timeout {} s waiting for {} worker slots{}: {} available (hosts: {})",
-                      seconds(options_.elastic_timeout), wanted, round_ == 0 ? " to start (-np)" : " (--min-np)",
+  fail(1, fmt::format("timed out after {} {} s waiting for {} worker slots{}: {} available (hosts: {})",
+                      options_.names.elastic_timeout, seconds(options_.elastic_timeout), wanted,
+                      round_ == 0 ? fmt::format(" to start ({})", options_.names.start_np)
+                                  : fmt::format(" ({})", options_.names.min_np),
                       available, describe_hosts(round_inputs(now, true).hosts)));
   return true;
 }
@@ -161,7 +163,7 @@ void ElasticDriver::maybe_publish(Clock::time_point now) {
                               round_ + 1, round_));
     }
     if (options_.reset_limit && resets_ >= *options_.reset_limit) {
-      return fail(1, fmt::format("korovodrun stopped the job because the number of resets exceeded --reset-limit {}",
+      return fail(1, fmt::format("the job was stopped because the number of resets exceeded {} {}", options_.names.reset_limit,
                                  *options_.reset_limit));
     }
     ++resets_;
@@ -272,7 +274,7 @@ void ElasticDriver::check_finished(Clock::time_point now) {
     std::string left;
     for (const auto& [w, state] : alive_) left += (left.empty() ? "" : " ") + w.id();
     fail(finish_failure_code_.value_or(1),
-         fmt::format("workers {} still run --elastic-timeout {} s after training ended: stopping them", left,
+         fmt::format("workers {} still run {} {} s after training ended: stopping them", left, options_.names.elastic_timeout,
                      seconds(options_.elastic_timeout)));
   }
 }

@@ -41,6 +41,13 @@ struct ElasticOptions {
   std::chrono::milliseconds discovery_interval{1000};
   std::chrono::milliseconds ready_poll_interval{50};
   bool verbose = false;
+  // How the driver's messages name the limits: korovodrun's flags, or a runner's arguments.
+  struct Names {
+    std::string elastic_timeout = "--elastic-timeout";
+    std::string start_np = "-np";
+    std::string min_np = "--min-np";
+    std::string reset_limit = "--reset-limit";
+  } names;
 };
 
 class ElasticWorld {
