@@ -2,9 +2,6 @@
 in the TensorFlow venv (pyspark from PyPI, Debian's Java): the 2-rank training equals one
 process on the combined batch, and a rank's exception comes back."""
 
-import os
-import sys
-
 import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed in this interpreter (scripts/setup "
@@ -12,6 +9,7 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed in thi
 tf = pytest.importorskip("tensorflow")
 
 import korovod.spark  # noqa: E402
+import spark_helpers  # noqa: E402
 import tf_training  # noqa: E402
 from korovod.spark._pickle import cloudpickle_module  # noqa: E402
 
@@ -20,15 +18,8 @@ cloudpickle_module().register_pickle_by_value(tf_training)
 
 @pytest.fixture(scope="module")
 def spark():
-    from pyspark.sql import SparkSession
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (SparkSession.builder.master("local[2]").appName("korovod-spark-tf-test")
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    with spark_helpers.local_spark("local[2]", "korovod-spark-tf-test") as session:
+        yield session
 
 
 def test_two_tensorflow_ranks_equal_one_process_on_the_combined_batch(spark):

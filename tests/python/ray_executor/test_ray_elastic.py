@@ -4,13 +4,7 @@ that korovodrun's elastic driver decides. A worker's process killed mid-training
 training finishes with one process's model; a failing function, too few slots and the calls
 elastic mode lacks fail with errors that say why; nothing is left running."""
 
-import os
-import signal
 import sys
-import tempfile
-import threading
-import time
-from pathlib import Path
 
 import pytest
 
@@ -18,92 +12,35 @@ ray = pytest.importorskip("ray", reason="ray is not installed in this interprete
                           "the PyPI torch venv)")
 torch = pytest.importorskip("torch")
 
+import elastic_checks  # noqa: E402
 import ray_helpers  # noqa: E402
 import torch_elastic_training  # noqa: E402
 from korovod.ray import ElasticRayExecutor, RayExecutor  # noqa: E402
 
-ray.cloudpickle.register_pickle_by_value(ray_helpers)
 ray.cloudpickle.register_pickle_by_value(torch_elastic_training)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    os.environ.update(ray_helpers.RAY_ENV)
-    temp = ray_helpers.temp_dir("kray-el-")
-    ray.init(num_cpus=4, include_dashboard=False, _temp_dir=temp, log_to_driver=True)
-    try:
+    with ray_helpers.local_ray("kray-el-"):
         yield
-    finally:
-        ray.shutdown()
-        ray_helpers.remove(temp)
-
-
-def live_workers():
-    """Processes of korovod's worker actors still running (Ray titles them ray::<class>[.<method>])."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if cmdline.startswith("ray::BaseHorovodWorker"):
-            found.append((int(entry.name), cmdline.strip()))
-    return found
 
 
 def assert_no_worker_left():
-    deadline = time.monotonic() + 15
-    while live_workers() and time.monotonic() < deadline:
-        time.sleep(0.3)
-    assert not live_workers(), live_workers()
+    elastic_checks.assert_gone(ray_helpers.worker_actor_processes)
 
 
-def run_in_thread(call):
-    out = {}
-
-    def go():
-        try:
-            out["result"] = call()
-        except BaseException as e:  # noqa: B902 -- handed to the test
-            out["error"] = e
-    thread = threading.Thread(target=go, daemon=True)
-    thread.start()
-    return thread, out
-
-
-def kill_rank_one_at_step(progress_dir, thread, step=10, timeout=120):
-    """SIGKILLs the process of the worker that is rank 1 once a worker has passed `step`."""
-    deadline = time.monotonic() + timeout
-    while thread.is_alive() and time.monotonic() < deadline:
-        seen = torch_elastic_training.progress(progress_dir)
-        if any(s >= step for _, s in seen.values()):
-            victim = next(pid for pid, (rank, _) in seen.items() if rank == 1)
-            os.kill(victim, signal.SIGKILL)
-            return victim
-        time.sleep(0.1)
-    raise AssertionError(f"training never reached step {step}: {torch_elastic_training.progress(progress_dir)}")
-
-
-def test_a_worker_killed_mid_training_is_replaced_and_training_finishes(cluster):
+def test_a_worker_killed_mid_training_is_replaced_and_training_finishes(cluster, tmp_path):
     x, y = torch_elastic_training.data()
-    progress = tempfile.mkdtemp(prefix="kray-el-progress-")
     job = RayExecutor(RayExecutor.create_settings(timeout_s=30), min_workers=2, max_workers=2, elastic_timeout=60)
     job.start()
     try:
-        thread, out = run_in_thread(lambda: job.run(torch_elastic_training.train_fn, args=[x, y, progress]))
-        victim = kill_rank_one_at_step(progress, thread)
-        thread.join(180)
-        assert not thread.is_alive(), "the elastic job did not end"
-        assert "error" not in out, out.get("error")
-        torch_elastic_training.assert_finished_as_one_process(out["result"], x, y, size=2)
-        # A new worker took the killed one's place: three worker processes trained in all.
-        assert victim in torch_elastic_training.progress(progress)
-        assert len(torch_elastic_training.progress(progress)) == 3, torch_elastic_training.progress(progress)
+        results = elastic_checks.kill_rank_one_mid_training(
+            lambda progress: job.run(torch_elastic_training.train_fn, args=[x, y, progress]), str(tmp_path))
     finally:
         job.shutdown()
+    torch_elastic_training.assert_finished_as_one_process(results, x, y, size=2)
     assert_no_worker_left()
 
 
@@ -165,4 +102,36 @@ def test_elastic_ray_executor_runs_min_num_proc_workers_and_elastic_mode_lacks_s
         assert job.execute(lambda _: whoami()) == [(0, 1, 1.0)]
     finally:
         job.shutdown()
+    assert_no_worker_left()
+
+
+class GrowingDiscovery:
+    """Horovod's HostDiscovery shape (override_discovery=False): this node with one slot for the
+    first `calls` discoveries, then with two."""
+
+    def __init__(self, calls):
+        self.calls = calls
+        self.address = ray.util.get_node_ip_address()
+
+    def find_available_hosts_and_slots(self):
+        self.calls -= 1
+        return {self.address: 1 if self.calls >= 0 else 2}
+
+
+def test_the_callers_discovery_places_workers_and_a_new_slot_joins_mid_training(cluster, tmp_path):
+    x, y = torch_elastic_training.data()
+    progress = str(tmp_path)
+    settings = RayExecutor.create_settings(timeout_s=30)
+    settings.discovery = GrowingDiscovery(calls=4)
+    job = RayExecutor(settings, min_workers=1, max_workers=2, elastic_timeout=60, override_discovery=False)
+    job.start()
+    try:
+        results = job.run(torch_elastic_training.train_fn, args=[x, y, progress])
+    finally:
+        job.shutdown()
+    # One worker trained alone, then a second joined: the state saw sizes 1 and 2.
+    torch_elastic_training.assert_finished_as_one_process(results, x, y, size=2)
+    assert results[0]["sizes"] == [1, 2], results[0]["sizes"]
+    with pytest.raises(ValueError, match="override_discovery=False needs settings.discovery"):
+        RayExecutor(RayExecutor.create_settings(), min_workers=1, override_discovery=False)
     assert_no_worker_left()

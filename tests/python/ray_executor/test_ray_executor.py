@@ -6,7 +6,6 @@ tests/python/CMakeLists.txt: python.<torch>.ray)."""
 import os
 import signal
 import socket
-import subprocess
 import sys
 
 import pytest
@@ -27,14 +26,8 @@ ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 @pytest.fixture(scope="module")
 def cluster():
-    os.environ.update(ray_helpers.RAY_ENV)
-    temp = ray_helpers.temp_dir("kray-")
-    ray.init(num_cpus=4, include_dashboard=False, _temp_dir=temp, log_to_driver=True)
-    try:
+    with ray_helpers.local_ray("kray-"):
         yield
-    finally:
-        ray.shutdown()
-        ray_helpers.remove(temp)
 
 
 def executor(num_workers=2, timeout_s=30, **kwargs):

@@ -5,7 +5,7 @@ Full-batch gradient descent of a linear model on 16 rows, one committed step at 
 averages the gradients, so every step is the full batch's step whatever the world's size. A
 worker lost mid-training sends the others back to the last commit, and training goes on in new
 rounds; the model at the end must still be one process's model after STEPS steps. Each worker
-writes "<rank> <step>" to progress_dir/<pid> after each step, for the test to pick a victim.
+writes "<rank> <step>" to progress_dir/<pid> after each step, for the test to pick a victim (elastic_checks).
 A runner's test registers this module for pickling by value (its workers cannot import
 tests/python/shared)."""
 
@@ -69,24 +69,11 @@ def train_fn(x, y, progress_dir: str, step_seconds: float = 0.1):
             "params": [p.detach().clone() for p in model.parameters()]}
 
 
-def progress(progress_dir: str):
-    """{pid: (rank, step)} of the workers that wrote so far."""
-    out = {}
-    for name in os.listdir(progress_dir):
-        try:
-            rank, step = open(os.path.join(progress_dir, name)).read().split()
-            out[int(name)] = (int(rank), int(step))
-        except (OSError, ValueError):
-            continue
-    return out
-
-
 def assert_finished_as_one_process(results, x, y, size: int) -> None:
     """Every worker of the last round ends at STEPS with one process's model (to 1e-5)."""
+    from elastic_checks import assert_last_round
+    assert_last_round(results, size, STEPS)
     want = single_process(x, y)
-    assert len(results) == size, [r["rank"] for r in results]
-    assert [r["rank"] for r in results] == list(range(size))
     for r in results:
-        assert r["size"] == size and r["step"] == STEPS, r
         for got, exp in zip(r["params"], want):
             torch.testing.assert_close(got, exp, rtol=1e-5, atol=1e-6)

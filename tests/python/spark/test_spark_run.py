@@ -15,7 +15,9 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed in thi
                               "installs it into the PyPI torch venv)")
 torch = pytest.importorskip("torch")
 
+import elastic_checks  # noqa: E402
 import korovod.spark  # noqa: E402
+import spark_helpers  # noqa: E402
 import torch_engine_training  # noqa: E402
 from korovod.spark import RankFailed, RemoteTraceback  # noqa: E402
 from korovod.spark._pickle import cloudpickle_module  # noqa: E402
@@ -27,42 +29,15 @@ cloudpickle_module().register_pickle_by_value(torch_engine_training)
 
 @pytest.fixture(scope="module")
 def spark():
-    from pyspark.sql import SparkSession
-    # The executors' Python is this one (the venv's): Spark's default is `python3` on PATH.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (SparkSession.builder.master("local[2]").appName("korovod-spark-test")
-               .config("spark.ui.enabled", "false")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               # A barrier stage larger than the cluster fails at once instead of retrying 10 minutes.
-               .config("spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures", "1")
-               .config("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "1s")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-
-
-def rank_processes():
-    """Processes running a korovod.spark rank (none may be left after a call)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if "korovod.spark._rank" in cmdline:
-            found.append((int(entry.name), cmdline))
-    return found
+    # A barrier stage larger than the cluster fails at once instead of retrying 10 minutes.
+    with spark_helpers.local_spark("local[2]", "korovod-spark-test",
+                                   **{"spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures": "1",
+                                      "spark.scheduler.barrier.maxConcurrentTasksCheck.interval": "1s"}) as session:
+        yield session
 
 
 def assert_nothing_left_running():
-    deadline = time.monotonic() + 10
-    while rank_processes() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not rank_processes(), rank_processes()
+    elastic_checks.assert_gone(spark_helpers.rank_processes, within=10)
 
 
 def test_two_ranks_equal_one_process_on_the_combined_batch(spark):

@@ -103,6 +103,29 @@ class Outcome:
     def results_in_rank_order(self) -> List[Any]:
         return [self.results[r] for r in sorted(self.results)]
 
+    def raise_if_failed(self, runner: str) -> None:
+        """RuntimeError("<runner>: the elastic job failed: <why> (the last worker to fail: ...)")
+        from the last failing worker's exception, when the job failed."""
+        if self.exit_code == 0:
+            return
+        cause = self.last_error.exception if self.last_error else None
+        last = f" (the last worker to fail: {self.last_error.description})" if self.last_error else ""
+        raise RuntimeError(f"{runner}: the elastic job failed: {self.message}{last}") from cause
+
+
+def deprecated_limits(min_num_proc: Optional[int], max_num_proc: Optional[int], min_np: Optional[int],
+                      max_np: Optional[int]) -> Tuple[Optional[int], Optional[int]]:
+    """Horovod's deprecated min_np/max_np, when given, in place of min_num_proc/max_num_proc (with
+    Horovod's DeprecationWarning)."""
+    import warnings
+    if min_np is not None:
+        min_num_proc = min_np
+        warnings.warn("min_np is deprecated, use min_num_proc instead", DeprecationWarning, stacklevel=3)
+    if max_np is not None:
+        max_num_proc = max_np
+        warnings.warn("max_np is deprecated, use max_num_proc instead", DeprecationWarning, stacklevel=3)
+    return min_num_proc, max_num_proc
+
 
 class ElasticJob:
     """One elastic job: ``run()`` drives it to its end on the calling thread."""

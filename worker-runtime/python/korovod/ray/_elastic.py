@@ -45,6 +45,8 @@ class _Actors:
 
     def discover(self) -> List[Tuple[str, int]]:
         job = self._job
+        if job.discovery is not None:
+            return self._discover_with(job.discovery)
         hosts = []
         for node in ray.nodes():
             if not node.get("Alive", node.get("alive")):
@@ -58,10 +60,26 @@ class _Actors:
             hosts.append((host, slots))
         return hosts
 
+    def _discover_with(self, discovery) -> List[Tuple[str, int]]:
+        """The caller's discovery (override_discovery=False): its hosts, pinned to the live node
+        whose address or id is that name, else placed by Ray."""
+        by_address = {}
+        for node in ray.nodes():
+            if node.get("Alive", node.get("alive")):
+                by_address[node["NodeManagerAddress"]] = node["NodeID"]
+                by_address[node["NodeID"]] = node["NodeID"]
+        hosts = []
+        for host, slots in discovery.find_available_hosts_and_slots().items():
+            if host in by_address:
+                self._node_ids[host] = by_address[host]
+            hosts.append((host, int(slots)))
+        return hosts
+
     def start(self, host: str, slot: int, env: Dict[str, str]) -> None:
         job = self._job
-        options = dict(num_cpus=job.cpus_per_worker,
-                       scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=self._node_ids[host], soft=False))
+        options = dict(num_cpus=job.cpus_per_worker)
+        if host in self._node_ids:
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id=self._node_ids[host], soft=False)
         if job.use_gpu:
             options["num_gpus"] = job.gpus_per_worker
         actor = ray.remote(BaseHorovodWorker).options(**options).remote()
@@ -134,6 +152,9 @@ class ElasticJob:
         self.cpus_per_worker = cpus_per_worker
         self.use_gpu = use_gpu
         self.gpus_per_worker = gpus_per_worker or 1
+        # Horovod's override_discovery=False: the caller's settings.discovery (an object with
+        # find_available_hosts_and_slots() -> {host: slots}) says where workers go.
+        self.discovery = None if override_discovery else getattr(settings, "discovery", None)
         self.server: Optional[RendezvousServer] = None
         self.executable_cls = None
         self.executable_args: Optional[List] = None
@@ -185,10 +206,7 @@ class ElasticJob:
             outcome = driven.run()
         finally:
             actors.close()
-        if outcome.exit_code != 0:
-            cause = outcome.last_error.exception if outcome.last_error else None
-            last = f" (the last worker to fail: {outcome.last_error.description})" if outcome.last_error else ""
-            raise RuntimeError(f"korovod.ray: the elastic job failed: {outcome.message}{last}") from cause
+        outcome.raise_if_failed("korovod.ray")
         return outcome.results_in_rank_order()
 
     def shutdown(self) -> None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-import warnings
 from typing import Any, Callable, Dict, List, Optional
 
+from korovod.common.elastic_job import deprecated_limits
 from korovod.ray._elastic import ElasticJob
 
 
@@ -45,12 +45,7 @@ class ElasticRayExecutor:
                         elastic_timeout: int = 600, timeout_s: int = 30, ssh_identity_file: Optional[str] = None,
                         nics: Optional[set] = None, min_np: Optional[int] = None, max_np: Optional[int] = None,
                         **kwargs) -> ElasticSettings:
-        if min_np is not None:
-            min_num_proc = min_np
-            warnings.warn("min_np is deprecated, use min_num_proc instead", DeprecationWarning)
-        if max_np is not None:
-            max_num_proc = max_np
-            warnings.warn("max_np is deprecated, use max_num_proc instead", DeprecationWarning)
+        min_num_proc, max_num_proc = deprecated_limits(min_num_proc, max_num_proc, min_np, max_np)
         verbose = kwargs.pop("verbose", 1)
         return ElasticSettings(min_num_proc=min_num_proc, max_num_proc=max_num_proc, reset_limit=reset_limit,
                                elastic_timeout=elastic_timeout, timeout_s=timeout_s,

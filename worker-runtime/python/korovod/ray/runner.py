@@ -34,9 +34,10 @@ class RayExecutor:
     workers that die, in new rounds, while at least min_workers remain (waiting up to
     elastic_timeout seconds for enough); the function must train under ``hvd.elastic.run``.
     reset_limit: most new rounds before the job fails; cooldown_range (MIN, MAX): seconds a host
-    whose workers keep failing stays out (default: for good). override_discovery: accepted
-    (discovery is always Ray's nodes). run_remote and execute_single do not exist there, as in
-    Horovod.
+    whose workers keep failing stays out (default: for good). override_discovery=False:
+    ``settings.discovery`` (an object whose ``find_available_hosts_and_slots()`` returns {host:
+    slots}) says where workers go instead of Ray's nodes. run_remote and execute_single do not
+    exist there, as in Horovod.
     """
 
     @classmethod
@@ -65,6 +66,9 @@ class RayExecutor:
             raise ValueError(f"min_workers must be at least 1, not {min_workers}")
         if max_workers is not None and min_workers is not None and max_workers < min_workers:
             raise ValueError(f"max_workers ({max_workers}) is below min_workers ({min_workers})")
+        if min_workers is not None and not override_discovery and getattr(settings, "discovery", None) is None:
+            raise ValueError("override_discovery=False needs settings.discovery: an object whose "
+                             "find_available_hosts_and_slots() returns {host: slots}")
         if gpus_per_worker and not use_gpu:
             raise ValueError("gpus_per_worker is set but use_gpu is False: set use_gpu=True to give workers GPUs")
         if use_gpu and isinstance(gpus_per_worker, int) and gpus_per_worker < 1:

@@ -21,7 +21,7 @@ import time
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from korovod.common.elastic_job import ElasticJob, Limits, WorkerError, console
+from korovod.common.elastic_job import ElasticJob, Limits, WorkerError, console, deprecated_limits
 from korovod.common.rendezvous import RendezvousServer
 from korovod.spark._pickle import dumps
 
@@ -243,15 +243,8 @@ def run_elastic(fn: Callable, args: Sequence = (), kwargs: Optional[Dict] = None
     elastic_timeout, when reset_limit is exceeded, or when every worker fails. Nothing is left
     running: the Spark job is cancelled if it has not ended.
     """
-    import warnings
-
     from korovod.spark.runner import _driver_address, _spark_context, _start_timeout
-    if min_np is not None:
-        min_num_proc = min_np
-        warnings.warn("min_np is deprecated, use min_num_proc instead", DeprecationWarning)
-    if max_np is not None:
-        max_num_proc = max_np
-        warnings.warn("max_np is deprecated, use max_num_proc instead", DeprecationWarning)
+    min_num_proc, max_num_proc = deprecated_limits(min_num_proc, max_num_proc, min_np, max_np)
     kwargs = dict(kwargs or {})
     sc = _spark_context()
     if num_proc is None:
@@ -287,10 +280,7 @@ def run_elastic(fn: Callable, args: Sequence = (), kwargs: Optional[Dict] = None
             raise
         slots.close()
         stage.finish(cancel=outcome.exit_code != 0)
-    if outcome.exit_code != 0:
-        cause = outcome.last_error.exception if outcome.last_error else None
-        last = f" (the last worker to fail: {outcome.last_error.description})" if outcome.last_error else ""
-        raise RuntimeError(f"korovod.spark.run_elastic: the elastic job failed: {outcome.message}{last}") from cause
+    outcome.raise_if_failed("korovod.spark.run_elastic")
     if verbose >= 1:
         _log.info("korovod.spark.run_elastic: done, %d workers in the last round", len(outcome.results))
     return outcome.results_in_rank_order()

@@ -1,8 +1,9 @@
-"""What the korovod.ray tests share: Ray's settings and a temp dir of their own, and the
-processes a test must not leave behind (the training both check: shared/torch_engine_training)."""
+"""What the korovod.ray tests share (torch and TensorFlow): Ray's settings, a local Ray instance
+with a temp dir of its own, and the processes a test must not leave behind."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -44,3 +45,24 @@ def assert_gone(pids: List[int], within: float = 15.0) -> None:
 
 def environ_with_ray_env() -> dict:
     return {**os.environ, **RAY_ENV}
+
+
+@contextlib.contextmanager
+def local_ray(prefix: str, num_cpus: int = 4):
+    """ray.init() on this machine with `num_cpus` CPUs and a temp dir of its own, shut down and
+    removed at the end."""
+    import ray
+    os.environ.update(RAY_ENV)
+    temp = temp_dir(prefix)
+    ray.init(num_cpus=num_cpus, include_dashboard=False, _temp_dir=temp, log_to_driver=True)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        remove(temp)
+
+
+def worker_actor_processes() -> List[tuple]:
+    """Processes of korovod's worker actors still running (Ray titles them ray::<class>[.<method>])."""
+    from elastic_checks import processes
+    return processes("ray::BaseHorovodWorker", prefix=True)
