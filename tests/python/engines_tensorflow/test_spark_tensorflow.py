@@ -1,6 +1,7 @@
 """korovod.spark.run with TensorFlow ranks (korovod.tensorflow), on a real local[2] Spark session
 in the TensorFlow venv (pyspark from PyPI, Debian's Java): the 2-rank training equals one
-process on the combined batch, and a rank's exception comes back."""
+process on the combined batch; a rank's exception comes back, a rank that arrives late and a
+killed rank are named; nothing is left running."""
 
 import pytest
 
@@ -9,6 +10,7 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed in thi
 tf = pytest.importorskip("tensorflow")
 
 import korovod.spark  # noqa: E402
+from korovod.spark import RankFailed  # noqa: E402
 import spark_helpers  # noqa: E402
 import tf_training  # noqa: E402
 from korovod.spark._pickle import cloudpickle_module  # noqa: E402
@@ -32,3 +34,16 @@ def test_a_tensorflow_rank_that_raises_fails_the_call(spark):
     with pytest.raises(KeyError, match="rank one has no such feature") as info:
         korovod.spark.run(tf_training.fail_on_rank_one, num_proc=2)
     assert any("raised by rank 1 of 2" in n for n in getattr(info.value, "__notes__", [])), info.value
+    spark_helpers.assert_nothing_left_running(spark)
+
+
+def test_a_tensorflow_rank_that_does_not_arrive_in_time_is_named(spark):
+    with pytest.raises(Exception, match="rank 1 did not arrive at the rendezvous store"):
+        korovod.spark.run(tf_training.arrive_late, num_proc=2, start_timeout=2)
+    spark_helpers.assert_nothing_left_running(spark)
+
+
+def test_a_killed_tensorflow_rank_is_named_with_its_signal(spark):
+    with pytest.raises(RankFailed, match=r"rank 1 of 2: its process was killed by signal 9"):
+        korovod.spark.run(tf_training.kill_rank_one, num_proc=2)
+    spark_helpers.assert_nothing_left_running(spark)

@@ -62,3 +62,29 @@ def assert_same_model(results, x, y) -> None:
     for rank_params in results:
         for got, want in zip(rank_params, single):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def arrive_late():
+    """Rank 1 calls hvd.init() 8 s after rank 0 (the start timeout is shorter)."""
+    import os
+    import time
+
+    import korovod.tensorflow as hvd
+    if int(os.environ["KOROVOD_RANK"]) == 1:
+        time.sleep(8)
+    hvd.init()
+    return "arrived"
+
+
+def kill_rank_one(*_):
+    """Rank 1's process dies (SIGKILL) after hvd.init(); rank 0 then waits in an allreduce."""
+    import os
+    import signal
+
+    import tensorflow as tf
+
+    import korovod.tensorflow as hvd
+    hvd.init()
+    if hvd.rank() == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    hvd.allreduce(tf.ones([1]), name="after_the_kill")

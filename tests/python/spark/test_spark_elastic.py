@@ -5,6 +5,8 @@ retries it), are survived: training finishes with one process's model (shared/
 torch_elastic_training). A failing function and too few slots fail with errors that say why;
 nothing is left running."""
 
+import io
+import re
 import sys
 
 import pytest
@@ -63,3 +65,19 @@ def test_more_workers_than_task_slots_time_out_naming_the_slots(spark):
                                            r"start \(num_proc\): 2 available"):
         korovod.spark.run_elastic(bad_batch, num_proc=3, elastic_timeout=4)
     spark_helpers.assert_nothing_left_running(spark)
+
+
+def say_rank():
+    import korovod.torch as hvd
+    hvd.init()
+    print(f"worker of rank {hvd.rank()} of {hvd.size()}")
+    return hvd.rank()
+
+
+def test_the_workers_output_comes_to_the_drivers_stream(spark):
+    out = io.StringIO()
+    assert korovod.spark.run_elastic(say_rank, num_proc=2, elastic_timeout=30, stdout=out) == [0, 1]
+    lines = [line for line in out.getvalue().splitlines() if "<stdout>:worker of rank" in line]
+    assert sorted(line.split(">:", 1)[1] for line in lines) == ["worker of rank 0 of 2", "worker of rank 1 of 2"], \
+        out.getvalue()
+    assert all(re.match(r"^\[\S+:\d\]<stdout>:", line) for line in lines), lines

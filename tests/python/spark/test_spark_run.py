@@ -2,7 +2,9 @@
 the tasks of a barrier stage meeting at the driver's rendezvous store. Needs pyspark and torch
 (the PyPI torch venv that scripts/setup makes; tests/python/CMakeLists.txt: python.<torch>.spark_local)."""
 
+import io
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -159,3 +161,22 @@ def test_ctrl_c_on_the_driver_cancels_the_job_and_leaves_no_rank_running():
             driver.wait()
     assert driver.returncode != 0 and "KeyboardInterrupt" in rest, rest[-3000:]
     assert_nothing_left_running()
+
+
+def say_hello():
+    print(f"hello from rank {os.environ['KOROVOD_RANK']}")
+    print(f"a warning from rank {os.environ['KOROVOD_RANK']}", file=sys.stderr)
+    return 1
+
+
+def test_the_ranks_output_comes_to_the_drivers_streams(spark):
+    out, err = io.StringIO(), io.StringIO()
+    assert korovod.spark.run(say_hello, num_proc=2, stdout=out, stderr=err) == [1, 1]
+    for rank in (0, 1):
+        assert f"[{rank}]<stdout>:hello from rank {rank}\n" in out.getvalue(), out.getvalue()
+        assert f"[{rank}]<stderr>:a warning from rank {rank}\n" in err.getvalue(), err.getvalue()
+    assert "warning" not in out.getvalue() and "hello" not in err.getvalue()
+    stamped = io.StringIO()
+    korovod.spark.run(say_hello, num_proc=2, stdout=stamped, stderr=io.StringIO(), prefix_output_with_timestamp=True)
+    assert re.search(r"^\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}\[1\]<stdout>:hello from rank 1$", stamped.getvalue(),
+                     re.MULTILINE), stamped.getvalue()

@@ -3,7 +3,8 @@
 The driver starts max_num_proc Spark tasks (one stage, not barrier: tasks may come and go). Each
 task is a slot: it connects back to the driver (multiprocessing.connection, authenticated by the
 job secret), says which host it runs on, and then runs the workers the driver asks of it, one at
-a time, each as a process of its own (_task.RankProcess), reporting each one's end. The rounds
+a time, each as a process of its own (_task.RankProcess), sending their output lines and
+reporting each one's end. The rounds
 are korovodrun's elastic driver's (korovod.common.elastic_job): a host's slots are the tasks
 connected from it, a worker lost (its process killed, its task lost) is survived in a new round,
 and a slot whose task comes back (Spark retries a failed task) is used again.
@@ -24,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from korovod.common.elastic_job import ElasticJob, Limits, WorkerError, console, deprecated_limits
 from korovod.common.rendezvous import RendezvousServer
 from korovod.spark._pickle import dumps
+from korovod.spark._relay import DriverStreams
 
 _log = logging.getLogger("korovod.spark")
 _job_ids = itertools.count()
@@ -59,7 +61,7 @@ def serve_slot(address: Tuple[str, int], authkey: bytes, payload: bytes, partiti
                 return "driver gone"
             if message[0] == "start":
                 _, label, env = message
-                current[0] = RankProcess(label, payload, env)
+                current[0] = RankProcess(label, payload, env, emit=lambda s, line: send(("line", s, line)))
                 threading.Thread(target=watch, args=(current[0],), daemon=True).start()
             elif message[0] == "stop" and current[0] is not None:
                 rank = current[0]
@@ -103,8 +105,10 @@ class _Slots:
     `pending_seconds`) for one to connect there: Spark retries a lost task; when none comes, that
     worker failed to start."""
 
-    def __init__(self, listener: Listener, base_env: Dict[str, str], pending_seconds: float) -> None:
+    def __init__(self, listener: Listener, base_env: Dict[str, str], pending_seconds: float,
+                 streams: DriverStreams) -> None:
         self._listener = listener
+        self._streams = streams
         self._base_env = base_env
         self._pending_seconds = pending_seconds
         self._lock = threading.Lock()
@@ -148,7 +152,9 @@ class _Slots:
                 message = task.conn.recv()
             except (EOFError, OSError):
                 break
-            if message[0] == "exit":
+            if message[0] == "line":
+                self._streams.write(message[1], message[2])
+            elif message[0] == "exit":
                 with self._lock:
                     slot, stopped = task.slot, task.stopped
                     task.slot = None
@@ -232,9 +238,10 @@ def run_elastic(fn: Callable, args: Sequence = (), kwargs: Optional[Dict] = None
       (KOROVOD_START_TIMEOUT); default $HOROVOD_SPARK_START_TIMEOUT, else 600.
     elastic_timeout: seconds to wait for enough slots (default $HOROVOD_ELASTIC_TIMEOUT, else
       600). reset_limit: most new rounds before the job fails.
-    env, nics, verbose: as ``korovod.spark.run``. stdout, stderr, prefix_output_with_timestamp:
-      accepted for Horovod's signature; each worker's lines go, prefixed ``[<host>:<slot>]<stdout>:``,
-      to its executor's stdout and stderr. min_np, max_np: Horovod's deprecated names.
+    env, nics, verbose: as ``korovod.spark.run``. stdout, stderr: where each worker's lines go on
+      the driver, prefixed ``[<host>:<slot>]<stdout>:`` (default: the driver's own stdout and
+      stderr); prefix_output_with_timestamp: each line starts with the time the driver got it.
+      min_np, max_np: Horovod's deprecated names.
 
     ``fn`` must train under ``hvd.elastic.run``: a worker lost mid-training (its process killed,
     its task lost) sends the others back to their last commit, and training goes on in a new
@@ -264,7 +271,8 @@ def run_elastic(fn: Callable, args: Sequence = (), kwargs: Optional[Dict] = None
     group = f"korovod.spark.run_elastic.{os.getpid()}.{next(_job_ids)}"
     with RendezvousServer(listen_host="0.0.0.0", address=_driver_address(sc)) as server:
         listener = Listener(("0.0.0.0", 0), authkey=server.job_secret.encode())
-        slots = _Slots(listener, base_env, pending_seconds=min(float(elastic_timeout), 60.0))
+        slots = _Slots(listener, base_env, pending_seconds=min(float(elastic_timeout), 60.0),
+                       streams=DriverStreams(stdout, stderr, timestamps=prefix_output_with_timestamp))
         job = ElasticJob(server, slots, limits, console("korovod.spark", verbose))
         slots.job = job
         address = (server.address, listener.address[1])

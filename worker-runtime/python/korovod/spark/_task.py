@@ -2,7 +2,7 @@
 
 The task starts its rank as a process of its own (``python -m korovod.spark._rank``, with the
 rank's environment), forwards the rank's output line by line with Horovod's prefix
-(``[<rank>]<stdout>:``) to the executor's stdout and stderr, keeps its last lines for an error
+(``[<rank>]<stdout>:``) to the driver (_relay.py), keeps its last lines for an error
 report, and returns the rank's outcome to the driver as data, so that a failing ``fn`` fails
 neither the task nor, through Spark's retries, the stage: the driver decides (runner.py).
 """
@@ -17,7 +17,9 @@ import sys
 import threading
 from collections import deque
 from pathlib import Path
-from typing import Deque, Dict, Tuple
+from typing import Deque, Dict, Optional, Tuple
+
+from korovod.spark._relay import Emit, local
 
 _TAIL_LINES = 50  # of a rank's output, kept for the driver's error message
 
@@ -32,29 +34,31 @@ def _die_with_parent() -> None:
         pass
 
 
-def _forward(pipe, rank: int, stream_name: str, sink, tail: Deque[str], lock: threading.Lock) -> None:
+def _forward(pipe, rank, stream_name: str, emit: Emit, tail: Deque[str], lock: threading.Lock) -> None:
     prefix = f"[{rank}]<{stream_name}>:"
     for raw in iter(pipe.readline, b""):
         line = raw.decode("utf-8", "replace").rstrip("\n")
         with lock:
             tail.append(f"{prefix}{line}")
-            sink.write(f"{prefix}{line}\n")
-            sink.flush()
+            emit(stream_name, f"{prefix}{line}")
     pipe.close()
 
 
 class RankProcess:
     """One rank's process, started at once: ``python -m korovod.spark._rank`` with `env`, its output
-    forwarded with the prefix ``[<label>]<stdout>:`` and its last lines kept."""
+    lines prefixed ``[<label>]<stdout>:`` and handed to `emit` (default: the executor's own stdout
+    and stderr), its last lines kept."""
 
-    def __init__(self, label, payload: bytes, env: Dict[str, str]) -> None:
+    def __init__(self, label, payload: bytes, env: Dict[str, str], emit: Emit = local,
+                 executable: Optional[str] = None) -> None:
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(env)
         env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH", "")] if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
         read_end, write_end = os.pipe()
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "korovod.spark._rank", str(write_end)], env=env,
+            self.proc = subprocess.Popen([executable or sys.executable, "-m", "korovod.spark._rank", str(write_end)],
+                                         env=env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                          pass_fds=(write_end,), preexec_fn=_die_with_parent)
         finally:
@@ -63,8 +67,8 @@ class RankProcess:
         self._tail: Deque[str] = deque(maxlen=_TAIL_LINES)
         lock = threading.Lock()
         self._readers = [
-            threading.Thread(target=_forward, args=(self.proc.stdout, label, "stdout", sys.stdout, self._tail, lock)),
-            threading.Thread(target=_forward, args=(self.proc.stderr, label, "stderr", sys.stderr, self._tail, lock)),
+            threading.Thread(target=_forward, args=(self.proc.stdout, label, "stdout", emit, self._tail, lock)),
+            threading.Thread(target=_forward, args=(self.proc.stderr, label, "stderr", emit, self._tail, lock)),
             threading.Thread(target=_collect, args=(read_end, self._outcome))]
         for t in self._readers:
             t.daemon = True
@@ -93,9 +97,10 @@ class RankProcess:
             pass
 
 
-def run_rank(rank: int, payload: bytes, env: Dict[str, str]) -> Tuple:
+def run_rank(rank: int, payload: bytes, env: Dict[str, str], emit: Emit = local,
+             executable: Optional[str] = None) -> Tuple:
     """Runs one rank to its end; its outcome as RankProcess.wait."""
-    return RankProcess(rank, payload, env).wait()
+    return RankProcess(rank, payload, env, emit, executable).wait()
 
 
 def _collect(fd: int, into: bytearray) -> None:

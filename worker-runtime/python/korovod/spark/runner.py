@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from korovod.common.rendezvous import RendezvousServer
 from korovod.spark._pickle import dumps
+from korovod.spark._relay import DriverStreams, OutputRelay
 
 _log = logging.getLogger("korovod.spark")
 _job_ids = itertools.count()
@@ -71,12 +72,19 @@ def _rank_env(base: Dict[str, str], rendezvous: Dict[str, str], start_timeout: f
     return env
 
 
-def _make_task(payload: bytes, envs: List[Dict[str, str]]):
+def _make_task(payload: bytes, envs: List[Dict[str, str]], relay: Optional[tuple], authkey: bytes,
+               executable: Optional[str]):
     def task(_partition):
         from pyspark import BarrierTaskContext
+        from korovod.spark._relay import task_emitter
         from korovod.spark._task import run_rank
         rank = BarrierTaskContext.get().partitionId()
-        yield rank, run_rank(rank, payload, envs[rank])
+        emit, close = task_emitter(relay, authkey)
+        try:
+            outcome = run_rank(rank, payload, envs[rank], emit, executable)
+        finally:
+            close()
+        yield rank, outcome
     return task
 
 
@@ -142,7 +150,8 @@ def _raise_for(rank: int, size: int, outcome) -> None:
 def run(fn: Callable, args: Sequence = (), kwargs: Optional[Dict] = None, num_proc: Optional[int] = None,
         start_timeout: Optional[float] = None, use_mpi: Optional[bool] = None, use_gloo: Optional[bool] = None,
         extra_mpi_args: Optional[str] = None, env: Optional[Dict[str, str]] = None, stdout=None, stderr=None,
-        verbose: int = 1, nics=None) -> List[Any]:
+        verbose: int = 1, nics=None, prefix_output_with_timestamp: bool = False,
+        executable: Optional[str] = None) -> List[Any]:
     """Runs ``fn(*args, **kwargs)`` on ``num_proc`` ranks, each a Spark task, and returns their
     results in rank order (Horovod's ``horovod.spark.run``).
 
@@ -154,8 +163,10 @@ def run(fn: Callable, args: Sequence = (), kwargs: Optional[Dict] = None, num_pr
     use_mpi, use_gloo, extra_mpi_args: accepted for Horovod's signature; korovod's own TCP control
       and data planes serve every job here (no mpirun), whichever is asked.
     env: the ranks' whole environment (default: the executor's own); korovod adds the rendezvous.
-    stdout, stderr: unused. Each rank's lines go, prefixed ``[<rank>]<stdout>:``, to its
-      executor's stdout and stderr (a local session's console).
+    stdout, stderr: where each rank's lines go on the driver, prefixed ``[<rank>]<stdout>:``
+      (default: the driver's own stdout and stderr); each task sends them to the driver.
+      prefix_output_with_timestamp: each line starts with the time the driver got it.
+    executable: the Python that runs each rank on the executors (default: the executor's own).
     verbose: 0 silent; 1 (default) logs the start (ranks, rendezvous address) and the end on the
       driver (the korovod.spark logger).
     nics: network interfaces for the ranks' sockets (the first in sorted order is used: KOROVOD_IFACE).
@@ -180,7 +191,13 @@ def run(fn: Callable, args: Sequence = (), kwargs: Optional[Dict] = None, num_pr
         envs = [_rank_env(base_env, server.rank_env(r, num_proc), timeout, nics) for r in range(num_proc)]
         if verbose >= 1:
             _log.info("korovod.spark.run: %d ranks, rendezvous at %s:%d", num_proc, server.address, server.port)
-        outcomes = _run_stage(sc, group, num_proc, _make_task(payload, envs))
+        key = server.job_secret.encode()
+        relay = OutputRelay(DriverStreams(stdout, stderr, timestamps=prefix_output_with_timestamp), key)
+        try:
+            outcomes = _run_stage(sc, group, num_proc,
+                                  _make_task(payload, envs, (server.address, relay.port), key, executable))
+        finally:
+            relay.close()
     decoded = {rank: _decode(o) for rank, o in outcomes.items()}
     failed = _first_failure(decoded)
     if failed is not None:
