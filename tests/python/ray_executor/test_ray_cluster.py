@@ -1,7 +1,8 @@
 """korovod.ray.RayExecutor on a Ray cluster that the test starts on this machine: a head node and
 a second node (``ray start --block``, one CPU each, their own ports and temp dir, stopped at the
 end), the driver connected to it; ``num_hosts=2`` puts one rank on each node, as on a cluster of
-two machines."""
+two machines; an elastic job's two workers go one to each node, a killed one is replaced on its
+node, and a node lost mid-training leaves the other to finish alone."""
 
 import os
 import signal
@@ -16,14 +17,17 @@ ray = pytest.importorskip("ray", reason="ray is not installed in this interprete
                           "the PyPI torch venv)")
 torch = pytest.importorskip("torch")
 
+import elastic_checks  # noqa: E402
 import korovod  # noqa: E402
 import ray_helpers  # noqa: E402
+import torch_elastic_training  # noqa: E402
 import torch_engine_training  # noqa: E402
 from free_port import free_port  # noqa: E402
 from korovod.ray import RayExecutor  # noqa: E402
 
 ray.cloudpickle.register_pickle_by_value(ray_helpers)
 ray.cloudpickle.register_pickle_by_value(torch_engine_training)
+ray.cloudpickle.register_pickle_by_value(torch_elastic_training)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 RAY = str(Path(sys.executable).parent / "ray")
 
@@ -82,7 +86,7 @@ def two_nodes():
         while len([n for n in ray.nodes() if n["Alive"]]) < 2:
             assert time.monotonic() < deadline and nodes[1].poll() is None, (logs / "node.out").read_text()
             time.sleep(1)
-        yield
+        yield nodes
     finally:
         ray.shutdown()
         for node in reversed(nodes):
@@ -120,3 +124,32 @@ def test_two_ranks_on_one_node_do_not_fit_one_cpu_nodes(two_nodes):
     with pytest.raises(TimeoutError, match="do not fit the cluster"):
         job.start()
     job.shutdown()
+
+
+def test_an_elastic_job_has_a_worker_on_each_node_and_replaces_a_killed_one_there(two_nodes, tmp_path):
+    x, y = torch_elastic_training.data()
+    job = RayExecutor(RayExecutor.create_settings(timeout_s=60), min_workers=2, max_workers=2, elastic_timeout=60)
+    job.start()
+    try:
+        results = elastic_checks.kill_rank_one_mid_training(
+            lambda progress: job.run(torch_elastic_training.train_fn, args=[x, y, progress]), str(tmp_path))
+    finally:
+        job.shutdown()
+    torch_elastic_training.assert_finished_as_one_process(results, x, y, size=2)
+    elastic_checks.assert_gone(ray_helpers.worker_actor_processes)
+
+
+def test_an_elastic_job_goes_on_without_a_node_that_is_lost(two_nodes, tmp_path):
+    """Last in this file: it stops the second node (its raylet and workers) mid-training. The
+    worker there is lost; the driver's tries to start one there again fail until the node's host
+    is blacklisted (Ray notices the node is gone later), and the other trains on alone."""
+    x, y = torch_elastic_training.data()
+    job = RayExecutor(RayExecutor.create_settings(timeout_s=60), min_workers=1, max_workers=2, elastic_timeout=60)
+    job.start()
+    try:
+        results = elastic_checks.kill_rank_one_mid_training(
+            lambda progress: job.run(torch_elastic_training.train_fn, args=[x, y, progress, 0.2]), str(tmp_path),
+            kill=lambda _pid: _stop(two_nodes[1]), workers_in_all=None)
+    finally:
+        job.shutdown()
+    torch_elastic_training.assert_finished_as_one_process(results, x, y, size=1)

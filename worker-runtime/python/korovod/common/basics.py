@@ -39,6 +39,13 @@ def _library():
     return _lib.load(settings.current().library)
 
 
+# An elastic init that waited for a peer of a round the driver has since replaced fails with this
+# in its text (transport/tcp/tcp_transport.cc, wait_for_peer_key); init then joins the newer
+# round, at most this many times in a row.
+SUPERSEDED = "while this worker waited at the rendezvous of round"
+SUPERSEDED_RETRIES = 10
+
+
 def init(comm=None, process_sets=None) -> None:
     """Initializes korovod (Horovod's hvd.init). Idempotent while the runtime is running.
 
@@ -60,7 +67,11 @@ def init(comm=None, process_sets=None) -> None:
         keep_alive += _fill_sets(options, static_ranks)
         out = ctypes.c_void_p()
         err = _lib.error_buffer()
-        code = lib.korovod_init_ex(ctypes.byref(out), ctypes.byref(options), err, len(err))
+        for _ in range(SUPERSEDED_RETRIES):
+            code = lib.korovod_init_ex(ctypes.byref(out), ctypes.byref(options), err, len(err))
+            # Elastic: the round was superseded while a peer never came: join the newer one.
+            if code != _lib.ERR_ABORTED or SUPERSEDED not in _lib.decode(err.value):
+                break
         del keep_alive
         if code != _lib.OK or not out.value:
             raise ValueError(f"Horovod initialization failed: {_lib.decode(err.value)}")

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -234,6 +235,34 @@ TEST(ElasticRuntime, ResetsThroughRoundsOfChangingMembership) {
   EXPECT_EQ(removed.status().code(), StatusCode::kPreconditionError);
   driver.publish(3, p3);
   run_round(driver, 3, {"a:0", "a:1", "b:0"}, r3);
+}
+
+// A round whose peer never starts (its worker failed before its init) is given up as soon as the
+// driver publishes the next one, not after the whole start timeout: the init fails (Aborted,
+// saying why) and the next init joins the newer round.
+TEST(ElasticRuntime, ARoundSupersededWhileAPeerNeverCameIsGivenUpAtOnce) {
+  Driver driver;
+  driver.publish(1, {{"a:0", "0 2 0 1 0 2"}, {"b:0", "1 2 0 1 1 2"}});
+  std::thread next_round([&driver] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    driver.publish(2, {{"a:0", "0 1 0 1 0 1"}, {"b:0", "removed"}});
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::unique_ptr<Runtime>> first = start_tcp_runtime(tcp_config(), worker("a:0", driver.port(), "host-a"));
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  next_round.join();
+  ASSERT_FALSE(first.is_ok());
+  EXPECT_EQ(first.status().code(), StatusCode::kAborted);
+  EXPECT_NE(first.status().message().find("the driver published round 2 while this worker waited at the rendezvous "
+                                          "of round 1"),
+            std::string::npos)
+      << first.status().message();
+  EXPECT_LT(waited, 5.0) << "the start timeout is 10 s";
+  Result<std::unique_ptr<Runtime>> second = start_tcp_runtime(tcp_config(), worker("a:0", driver.port(), "host-a"));
+  ASSERT_TRUE(second.is_ok()) << second.status().to_string();
+  EXPECT_EQ((*second)->elastic_round(), 2);
+  EXPECT_EQ((*second)->size(), 1);
+  EXPECT_TRUE((*second)->shutdown().is_ok());
 }
 
 // The C ABI as Python calls it: the environment a driver gives a worker, korovod_init joining

@@ -78,6 +78,7 @@ Status TcpTransportProvider::elastic_rendezvous(const Endpoint& store, const Tcp
   const WorldInfo assigned = round->world;
   info_ = assigned;
   key_prefix_ = fmt::format("r{}/", round->round);
+  joined_round_ = round->round;
   KOROVOD_RETURN_IF_ERROR(learn_topology(host_id, hostname_, Deadline::after(timeout_seconds_, auth_.clock.get())));
   // The driver's view of hosts (discovery's names) decides local and cross ranks, as Horovod's
   // elastic driver does; the host identities still decide where shared memory is possible.
@@ -134,6 +135,28 @@ std::string TcpTransportProvider::missing_ranks(int first) {
   return fmt::format("ranks {} did not arrive", fmt::join(missing, ", "));
 }
 
+Result<std::string> TcpTransportProvider::wait_for_peer_key(const std::string& key, Deadline deadline) {
+  if (joined_round_ == 0) return store_->get(key, seconds_left(deadline));
+  // Polled (a timed-out get would stay parked at the store, on this connection): rounds change
+  // seconds apart, so 20 looks a second cost the store nothing.
+  for (;;) {
+    Result<std::optional<std::string>> value = store_->try_get(key);
+    if (!value.is_ok()) return value.status();
+    if (value->has_value()) return **value;
+    Result<int64_t> published = read_counter(*store_, "elastic/round");
+    if (!published.is_ok()) return published.status();
+    if (*published > joined_round_) {
+      superseded_ = true;
+      return Status::aborted(fmt::format(
+          "the driver published round {} while this worker waited at the rendezvous of round {} for {:?} (a peer "
+          "that did not start): joining the newer round",
+          *published, joined_round_, key));
+    }
+    if (deadline.passed()) return store_->get(key, 0.001);  // the store client's own timeout error
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 // Ranks with the same host identity form a host: local rank = position among them; hosts are
 // ordered by their lowest rank, and cross rank = this host's position among the hosts that have
 // a rank with this local rank.
@@ -145,8 +168,8 @@ Status TcpTransportProvider::learn_topology(const std::string& host_id, const st
   std::vector<std::string> hosts(static_cast<size_t>(info_.size));
   hostnames_.assign(hosts.size(), "");
   for (int r = 0; r < info_.size; ++r) {
-    Result<std::string> h = store_->get(fmt::format("{}host/{}", key_prefix_, r), seconds_left(deadline));
-    if (h.status().code() == StatusCode::kUnknownError) return h.status();  // connection lost
+    Result<std::string> h = wait_for_peer_key(fmt::format("{}host/{}", key_prefix_, r), deadline);
+    if (h.status().code() == StatusCode::kUnknownError || superseded_) return h.status();  // connection lost
     if (!h.is_ok()) return Status::aborted(fmt::format("{} at the rendezvous store: {}", missing_ranks(r), h.status().message()));
     hosts[r] = *h;
     Result<std::string> name = store_->get(fmt::format("{}name/{}", key_prefix_, r), seconds_left(deadline));

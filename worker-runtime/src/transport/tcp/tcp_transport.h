@@ -64,12 +64,18 @@ class TcpTransportProvider final : public TransportProvider {
   // round's other workers under "r<round>/" within the start timeout.
   Status elastic_rendezvous(const Endpoint& store, const TcpWorldConfig& world, const std::string& host_id);
   Status learn_topology(const std::string& host_id, const std::string& hostname, Deadline deadline);
+  // A peer's key of this rendezvous. Elastic: polled, and given up (kAborted, superseded_ set)
+  // as soon as the driver publishes a newer round than the one joined: a peer that failed to
+  // start must not hold the others for the whole start timeout.
+  Result<std::string> wait_for_peer_key(const std::string& key, Deadline deadline);
   std::string missing_ranks(int first);  // "rank 1 did not arrive" / "ranks 1, 3 did not arrive"
 
   std::unique_ptr<StoreServer> server_;  // rank 0 only
   std::unique_ptr<StoreClient> store_;
   Endpoint store_endpoint_;  // where store_ is connected
   std::string key_prefix_;  // "start<n>/", or "r<round>/" in elastic mode
+  int64_t joined_round_ = 0;  // elastic: the driver's round this rendezvous is for
+  bool superseded_ = false;   // elastic: a newer round came while waiting for a peer
   WorldInfo info_;
   std::string host_id_;                 // this rank's, as published
   std::string hostname_;                // this rank's, as published
