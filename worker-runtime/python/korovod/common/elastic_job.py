@@ -235,7 +235,8 @@ class ElasticJob:
         world = _World(None, *callbacks)
         lim = self._limits
         cooldown = tuple(lim.cooldown_range) if lim.cooldown_range else (0, 0)
-        options = _Options(lim.start_np, lim.min_np, lim.max_np or 0, -1 if lim.reset_limit is None else lim.reset_limit,
+        reset_limit = -1 if lim.reset_limit is None else lim.reset_limit
+        options = _Options(lim.start_np, lim.min_np, lim.max_np or 0, reset_limit,
                            lim.blacklist_after_failures, int(cooldown[0]), int(cooldown[1]),
                            float(lim.elastic_timeout), float(lim.discovery_interval), int(lim.verbose),
                            *(name.encode() for name in lim.names))

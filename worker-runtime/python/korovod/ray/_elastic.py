@@ -121,7 +121,8 @@ class _Actors:
                 except Exception as e:  # noqa: BLE001 -- a failed worker, reported to the driver
                     cause = getattr(e, "cause", None) or e  # a RayTaskError's: the function's own exception
                     what = "was stopped by the driver" if stopped else f"failed: {type(cause).__name__}: {cause}"
-                    self.driven.exited(host, slot, 1, error=WorkerError(f"{host}:{slot}", f"worker {host}:{slot} {what}", e, stopped))
+                    error = WorkerError(f"{host}:{slot}", f"worker {host}:{slot} {what}", e, stopped)
+                    self.driven.exited(host, slot, 1, error=error)
 
     def close(self) -> None:
         """Kills every actor still alive and ends the watcher."""
@@ -142,7 +143,7 @@ class ElasticJob:
     def __init__(self, settings, min_workers: int, max_workers: Optional[int] = None,
                  reset_limit: Optional[int] = None, cooldown_range: Optional[List[int]] = None,
                  elastic_timeout: int = 600, cpus_per_worker: float = 1, use_gpu: bool = False,
-                 gpus_per_worker: Optional[float] = None, override_discovery: bool = True) -> None:
+                 gpus_per_worker: float = 1, override_discovery: bool = True) -> None:
         self.settings = settings
         self.min_workers = min_workers
         self.max_workers = max_workers
@@ -151,7 +152,7 @@ class ElasticJob:
         self.elastic_timeout = elastic_timeout
         self.cpus_per_worker = cpus_per_worker
         self.use_gpu = use_gpu
-        self.gpus_per_worker = gpus_per_worker or 1
+        self.gpus_per_worker = gpus_per_worker  # with use_gpu
         # Horovod's override_discovery=False: the caller's settings.discovery (an object with
         # find_available_hosts_and_slots() -> {host: slots}) says where workers go.
         self.discovery = None if override_discovery else getattr(settings, "discovery", None)

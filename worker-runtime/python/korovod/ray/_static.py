@@ -60,14 +60,14 @@ class StaticJob:
 
     def __init__(self, settings, num_workers: Optional[int] = None, num_hosts: Optional[int] = None,
                  num_workers_per_host: Optional[int] = 1, cpus_per_worker: float = 1, use_gpu: bool = False,
-                 gpus_per_worker: Optional[float] = None, use_current_placement_group: bool = True) -> None:
+                 gpus_per_worker: float = 1, use_current_placement_group: bool = True) -> None:
         self.settings = settings
         self.num_workers = num_workers
         self.num_hosts = num_hosts
         self.num_workers_per_host = num_workers_per_host or 1
         self.cpus_per_worker = cpus_per_worker
         self.use_gpu = use_gpu
-        self.gpus_per_worker = gpus_per_worker or 1
+        self.gpus_per_worker = gpus_per_worker  # with use_gpu
         self.use_current_placement_group = use_current_placement_group
         self.workers: List = []
         self.strategy = None

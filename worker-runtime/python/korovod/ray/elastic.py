@@ -63,7 +63,7 @@ class ElasticRayExecutor:
         self.env_vars = dict(env_vars or {})
         self._job = ElasticJob(settings, min_workers=settings.min_num_proc, max_workers=settings.max_num_proc,
                                reset_limit=settings.reset_limit, elastic_timeout=settings.elastic_timeout,
-                               cpus_per_worker=cpus_per_slot, use_gpu=use_gpu, gpus_per_worker=gpus_per_slot or None,
+                               cpus_per_worker=cpus_per_slot, use_gpu=use_gpu, gpus_per_worker=gpus_per_slot or 1,
                                override_discovery=override_discovery)
 
     def start(self) -> None:

@@ -89,14 +89,14 @@ class RayExecutor:
             self._job_class = ElasticJob
             self._job_args = dict(min_workers=min_workers, max_workers=max_workers, reset_limit=reset_limit,
                                   cooldown_range=cooldown_range, elastic_timeout=elastic_timeout,
-                                  cpus_per_worker=cpus_per_worker, use_gpu=use_gpu, gpus_per_worker=gpus_per_worker,
-                                  override_discovery=override_discovery)
+                                  cpus_per_worker=cpus_per_worker, use_gpu=use_gpu,
+                                  gpus_per_worker=gpus_per_worker or 1, override_discovery=override_discovery)
             return
         self.settings.elastic = False
         self._job_class = StaticJob
         self._job_args = dict(num_workers=num_workers, num_hosts=num_hosts,
                               num_workers_per_host=num_workers_per_host, cpus_per_worker=cpus_per_worker,
-                              use_gpu=use_gpu, gpus_per_worker=gpus_per_worker or int(use_gpu) or None,
+                              use_gpu=use_gpu, gpus_per_worker=gpus_per_worker or 1,
                               use_current_placement_group=use_current_placement_group)
         self._is_remote = False
 

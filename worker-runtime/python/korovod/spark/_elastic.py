@@ -186,7 +186,8 @@ class _Slots:
             hosts = [(h, counts[h]) for h in self._order if h in counts]
         for host, slot in expired:
             self.job.exited(host, slot, 1, error=WorkerError(
-                f"{host}:{slot}", f"worker {host}:{slot}: no Spark task came to run it within {self._pending_seconds:.0f} s"))
+                f"{host}:{slot}",
+                f"worker {host}:{slot}: no Spark task came to run it within {self._pending_seconds:.0f} s"))
         return hosts
 
     def start(self, host: str, slot: int, env: Dict[str, str]) -> None:
