@@ -152,19 +152,23 @@ void korovod_rendezvous_stop(korovod_rendezvous* r);
  * it with KOROVOD_ELASTIC=1, that id, KOROVOD_HOSTNAME = KOROVOD_HOST_ID = host and the store's
  * rendezvous variables (as korovod_rendezvous_start's ranks, without KOROVOD_RANK/SIZE). */
 typedef struct korovod_elastic_driver korovod_elastic_driver;
+/* The hosts available now, one "host:slots" line each, NUL-terminated in buf (at most len bytes);
+ * 0, or nonzero with why in buf (the driver says it and keeps the last hosts). */
+typedef int (*korovod_elastic_discover_fn)(void* context, char* buf, int len);
+/* Starts worker host:slot (its round is already published); 0, or nonzero with why in error_text
+ * (counted as that worker failing). Its exit comes back through
+ * korovod_elastic_driver_worker_exited. */
+typedef int (*korovod_elastic_start_fn)(void* context, const char* host, int slot, char* error_text, int error_len);
+/* Ends worker host:slot (it left the round, or the job is over); its exit is still reported. */
+typedef void (*korovod_elastic_stop_fn)(void* context, const char* host, int slot);
+/* A line for the job's console ("round 2: 2 workers (...)"). */
+typedef void (*korovod_elastic_say_fn)(void* context, const char* line);
 typedef struct {
   void* context; /* passed to each callback */
-  /* The hosts available now, one "host:slots" line each, NUL-terminated in buf (at most len
-   * bytes); 0, or nonzero with why in buf (the driver says it and keeps the last hosts). */
-  int (*discover)(void* context, char* buf, int len);
-  /* Starts worker host:slot (its round is already published); 0, or nonzero with why in
-   * error_text (counted as that worker failing). Its exit comes back through
-   * korovod_elastic_driver_worker_exited. */
-  int (*start_worker)(void* context, const char* host, int slot, char* error_text, int error_len);
-  /* Ends worker host:slot (it left the round, or the job is over); its exit is still reported. */
-  void (*stop_worker)(void* context, const char* host, int slot);
-  /* A line for the job's console ("round 2: 2 workers (...)"). */
-  void (*say)(void* context, const char* line);
+  korovod_elastic_discover_fn discover;
+  korovod_elastic_start_fn start_worker;
+  korovod_elastic_stop_fn stop_worker;
+  korovod_elastic_say_fn say;
 } korovod_elastic_world;
 typedef struct {
   int32_t start_np;                 /* slots to wait for before round 1 (>= min_np) */

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import threading
-from ctypes import POINTER, c_char_p, c_double, c_int, c_int32, c_int64, c_uint32, c_uint64, c_void_p
+from ctypes import CFUNCTYPE, POINTER, c_char, c_char_p, c_double, c_int, c_int32, c_int64, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 from typing import Optional
 
@@ -55,6 +55,32 @@ class InitOptions(ctypes.Structure):
     ]
 
 
+# The elastic driver's world (korovod_elastic_world) and options (korovod_elastic_options);
+# korovod.common.elastic_job fills them.
+ELASTIC_DISCOVER_FN = CFUNCTYPE(c_int, c_void_p, POINTER(c_char), c_int)
+ELASTIC_START_FN = CFUNCTYPE(c_int, c_void_p, c_char_p, c_int, POINTER(c_char), c_int)
+ELASTIC_STOP_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_int)
+ELASTIC_SAY_FN = CFUNCTYPE(None, c_void_p, c_char_p)
+
+
+class ElasticWorld(ctypes.Structure):
+    """korovod_elastic_world."""
+
+    _fields_ = [("context", c_void_p), ("discover", ELASTIC_DISCOVER_FN), ("start_worker", ELASTIC_START_FN),
+                ("stop_worker", ELASTIC_STOP_FN), ("say", ELASTIC_SAY_FN)]
+
+
+class ElasticOptions(ctypes.Structure):
+    """korovod_elastic_options."""
+
+    _fields_ = [("start_np", c_int32), ("min_np", c_int32), ("max_np", c_int32), ("reset_limit", c_int32),
+                ("blacklist_after_failures", c_int32), ("cooldown_min_seconds", c_int32),
+                ("cooldown_max_seconds", c_int32), ("elastic_timeout_seconds", c_double),
+                ("discovery_interval_seconds", c_double), ("verbose", c_int32),
+                ("elastic_timeout_name", c_char_p), ("start_np_name", c_char_p), ("min_np_name", c_char_p),
+                ("reset_limit_name", c_char_p)]
+
+
 # Opaque pointers (korovod_runtime*, korovod_group*, korovod_event*, DLManagedTensor*) are
 # c_void_p: Python ints cross without a wrapper object per call. So do the shape and splits
 # arrays, passed by address from arrays the caller keeps alive.
@@ -84,10 +110,9 @@ _SIGNATURES = {
     "korovod_rendezvous_start": ([POINTER(c_void_p), c_char_p, c_int, c_char_p, c_char_p, c_int], c_int),
     "korovod_rendezvous_port": ([c_void_p], c_int),
     "korovod_rendezvous_stop": ([c_void_p], None),
-    # driving an elastic job (korovod.common.elastic_job; optional: an older library lacks it).
-    # The options and world structs are passed by address (their types live in elastic_job.py).
-    "korovod_elastic_driver_new": ([POINTER(c_void_p), c_void_p, c_void_p, c_char_p, c_int, c_char_p, c_char_p,
-                                    c_int], c_int),
+    # driving an elastic job (korovod.common.elastic_job; optional: an older library lacks it)
+    "korovod_elastic_driver_new": ([POINTER(c_void_p), POINTER(ElasticOptions), POINTER(ElasticWorld), c_char_p, c_int,
+                                    c_char_p, c_char_p, c_int], c_int),
     "korovod_elastic_driver_tick": ([c_void_p], c_double),
     "korovod_elastic_driver_worker_exited": ([c_void_p, c_char_p, c_int, c_int], None),
     "korovod_elastic_driver_outcome": ([c_void_p, POINTER(c_int), c_char_p, c_int], c_int),

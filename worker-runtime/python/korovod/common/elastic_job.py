@@ -17,36 +17,12 @@ import queue
 import sys
 import threading
 import time
-from ctypes import CFUNCTYPE, c_char_p, c_double, c_int, c_int32, c_void_p
+from ctypes import c_int, c_void_p
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 from korovod.common import _lib, settings
 from korovod.common.rendezvous import RendezvousServer
-
-_DISCOVER = CFUNCTYPE(c_int, c_void_p, c_void_p, c_int)
-_START = CFUNCTYPE(c_int, c_void_p, c_char_p, c_int, c_void_p, c_int)
-_STOP = CFUNCTYPE(None, c_void_p, c_char_p, c_int)
-_SAY = CFUNCTYPE(None, c_void_p, c_char_p)
-
-
-class _World(ctypes.Structure):
-    """korovod_elastic_world."""
-
-    _fields_ = [("context", c_void_p), ("discover", _DISCOVER), ("start_worker", _START), ("stop_worker", _STOP),
-                ("say", _SAY)]
-
-
-class _Options(ctypes.Structure):
-    """korovod_elastic_options."""
-
-    _fields_ = [("start_np", c_int32), ("min_np", c_int32), ("max_np", c_int32), ("reset_limit", c_int32),
-                ("blacklist_after_failures", c_int32), ("cooldown_min_seconds", c_int32),
-                ("cooldown_max_seconds", c_int32), ("elastic_timeout_seconds", c_double),
-                ("discovery_interval_seconds", c_double), ("verbose", c_int32),
-                ("elastic_timeout_name", c_char_p), ("start_np_name", c_char_p), ("min_np_name", c_char_p),
-                ("reset_limit_name", c_char_p)]
-
 
 class Workers(Protocol):
     """How a runner places and runs workers."""
@@ -231,19 +207,20 @@ class ElasticJob:
         if not hasattr(lib, "korovod_elastic_driver_new"):
             raise ImportError(f"{getattr(lib, '_name', 'libkorovod')} has no korovod_elastic_driver_new: it is "
                               "older than this korovod Python package")
-        callbacks = (_DISCOVER(self._discover), _START(self._start), _STOP(self._stop), _SAY(self._say_line))
-        world = _World(None, *callbacks)
+        callbacks = (_lib.ELASTIC_DISCOVER_FN(self._discover), _lib.ELASTIC_START_FN(self._start),
+                     _lib.ELASTIC_STOP_FN(self._stop), _lib.ELASTIC_SAY_FN(self._say_line))
+        world = _lib.ElasticWorld(None, *callbacks)
         lim = self._limits
         cooldown = tuple(lim.cooldown_range) if lim.cooldown_range else (0, 0)
         reset_limit = -1 if lim.reset_limit is None else lim.reset_limit
-        options = _Options(lim.start_np, lim.min_np, lim.max_np or 0, reset_limit,
+        options = _lib.ElasticOptions(lim.start_np, lim.min_np, lim.max_np or 0, reset_limit,
                            lim.blacklist_after_failures, int(cooldown[0]), int(cooldown[1]),
                            float(lim.elastic_timeout), float(lim.discovery_interval), int(lim.verbose),
                            *(name.encode() for name in lim.names))
         handle = c_void_p()
         err = _lib.error_buffer()
         address = "127.0.0.1" if self._server.listen_host in ("0.0.0.0", "127.0.0.1") else self._server.listen_host
-        code = lib.korovod_elastic_driver_new(ctypes.byref(handle), ctypes.addressof(options), ctypes.addressof(world),
+        code = lib.korovod_elastic_driver_new(ctypes.byref(handle), ctypes.byref(options), ctypes.byref(world),
                                               address.encode(), self._server.port,
                                               self._server.job_secret.encode(), err, len(err))
         if code != _lib.OK:
